@@ -1,0 +1,76 @@
+package action
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/rules"
+)
+
+// Exec runs a command per payload: argv as configured, never through a shell,
+// the payload JSON on stdin and the event's identity in DYNWATCH_* variables.
+type Exec struct {
+	argv    []string
+	timeout time.Duration
+}
+
+// NewExec builds an exec action from a validated spec.
+func NewExec(spec *rules.ExecSpec) *Exec {
+	return &Exec{argv: spec.Command, timeout: spec.Timeout.Std()}
+}
+
+// Send runs the command once. A non-zero exit, a failure to start or a timeout is
+// an error (retried); on timeout the command's whole process group is killed.
+func (x *Exec) Send(ctx context.Context, d *event.Delivery) error {
+	if len(x.argv) == 0 {
+		return &Failure{Err: errNoCommand, Permanent: true}
+	}
+	ctx, cancel := context.WithTimeout(ctx, x.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, x.argv[0], x.argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The command's children may hold its pipes open: kill the group.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = time.Second
+	p := d.Payload
+	cmd.Env = append(os.Environ(),
+		"DYNWATCH_TYPE="+string(p.Type),
+		"DYNWATCH_RULE="+p.Rule,
+		"DYNWATCH_NAMESPACE="+p.Namespace,
+		"DYNWATCH_NAME="+p.Name,
+		"DYNWATCH_KIND="+p.Resource.Kind,
+		"DYNWATCH_EVENT_ID="+p.ID,
+	)
+	cmd.Stdin = bytes.NewReader(d.JSON)
+	var out tailBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		return fmt.Errorf("%s: timed out after %s (process group killed)", x.argv[0], x.timeout)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", x.argv[0], err, bytes.TrimSpace(out.Bytes()))
+	}
+	return nil
+}
+
+// tailBuffer keeps the last 2 KiB written to it, for error messages.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if over := len(t.b) - 2048; over > 0 {
+		t.b = t.b[over:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) Bytes() []byte { return t.b }

@@ -1,0 +1,131 @@
+package action
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"text/template"
+	"time"
+
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/rules"
+)
+
+// Webhook sends payloads over HTTP on a transport of its own, never the
+// process-wide default one, so that its TLS settings and timeouts are its own.
+type Webhook struct {
+	url     string
+	method  string
+	headers map[string]string
+	body    *template.Template
+	client  *http.Client
+}
+
+// NewWebhook builds a webhook from a validated spec (headers already expanded).
+func NewWebhook(spec *rules.WebhookSpec) (*Webhook, error) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if spec.TLS != nil {
+		tlsCfg.InsecureSkipVerify = spec.TLS.InsecureSkipVerify
+		if spec.TLS.CAFile != "" {
+			pem, err := os.ReadFile(spec.TLS.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("read tls.caFile: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("tls.caFile %s holds no PEM certificate", spec.TLS.CAFile)
+			}
+			tlsCfg.RootCAs = pool
+		}
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = tlsCfg
+	w := &Webhook{
+		url:     spec.URL,
+		method:  spec.Method,
+		headers: spec.Headers,
+		client: &http.Client{
+			Transport: transport,
+			Timeout:   spec.Timeout.Std(),
+			// A webhook goes only where the config says: a redirect is an answer,
+			// not an instruction to send the event somewhere else.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+	if spec.Body != "" {
+		t, err := template.New("body").Option("missingkey=error").Funcs(rules.TemplateFuncs()).Parse(spec.Body)
+		if err != nil {
+			return nil, fmt.Errorf("body: %w", err)
+		}
+		w.body = t
+	}
+	return w, nil
+}
+
+// Send makes one attempt. 2xx is success; 408, 429 and 5xx are retried
+// (honouring Retry-After); any other status, a redirect included, is permanent.
+func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
+	body := d.JSON
+	contentType := "application/json"
+	if w.body != nil {
+		var buf bytes.Buffer
+		if err := w.body.Execute(&buf, d.Payload); err != nil {
+			return &Failure{Err: fmt.Errorf("render body: %w", err), Permanent: true}
+		}
+		body = buf.Bytes()
+		contentType = ""
+	}
+	req, err := http.NewRequestWithContext(ctx, w.method, w.url, bytes.NewReader(body))
+	if err != nil {
+		return &Failure{Err: err, Permanent: true}
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("User-Agent", "dynwatch")
+	req.Header.Set("X-Dynwatch-Event-Id", d.Payload.ID)
+	for k, v := range w.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return err // network errors and timeouts are retried
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // lets the connection be reused
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return nil
+	}
+	f := &Failure{Err: fmt.Errorf("%s %s: %s: %s", w.method, w.url, resp.Status, bytes.TrimSpace(snippet))}
+	switch {
+	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
+		f.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	default:
+		f.Permanent = true
+	}
+	return f
+}
+
+// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+var errNoCommand = errors.New("exec: no command")

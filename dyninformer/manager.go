@@ -1,0 +1,348 @@
+// Package dyninformer runs one dynamic shared informer per watched resource and
+// namespace scope, started and stopped while the program runs, and turns what
+// they see into events whose objects are JSON bytes.
+package dyninformer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/dynwatch/dynwatch/event"
+)
+
+// Key is one watch: a resource and a namespace ("" = all namespaces, and always
+// "" for cluster-scoped resources).
+type Key struct {
+	GVR       schema.GroupVersionResource
+	Namespace string
+}
+
+func (k Key) String() string {
+	if k.Namespace == "" {
+		return k.GVR.String()
+	}
+	return k.GVR.String() + " in " + k.Namespace
+}
+
+// Watch asks for one informer.
+type Watch struct {
+	Resource  event.Resource
+	Namespace string
+}
+
+// Key returns the watch's key.
+func (w Watch) Key() Key {
+	return Key{GVR: schema.GroupVersionResource{Group: w.Resource.Group, Version: w.Resource.Version, Resource: w.Resource.Resource}, Namespace: w.Namespace}
+}
+
+// Handler receives every event. It is called from the informer's own goroutine,
+// so it must hand work on and return quickly.
+type Handler func(*event.Event)
+
+// Manager owns the set of running informers.
+type Manager struct {
+	client  dynamic.Interface
+	resync  time.Duration
+	handler Handler
+	log     *slog.Logger
+	now     func() time.Time
+
+	mu      sync.Mutex
+	ctx     context.Context // set while Run runs
+	entries map[Key]*entry
+	started int // informers started, ever
+	wg      sync.WaitGroup
+}
+
+type entry struct {
+	watch    Watch
+	informer cache.SharedIndexInformer
+	cancel   context.CancelFunc
+	// atStart marks informers that start with the program: the adds of their
+	// initial list are Initial, and onStart decides whether they fire.
+	atStart bool
+
+	mu       sync.Mutex
+	lastErr  string
+	watchErr error
+}
+
+// Options configure a Manager.
+type Options struct {
+	// Resync is the informers' resync period; 0 turns resyncs off.
+	Resync time.Duration
+	// Logger receives the manager's own logs. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// NewManager returns a manager that sends every event to handler.
+func NewManager(client dynamic.Interface, handler Handler, opts Options) *Manager {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Manager{
+		client:  client,
+		resync:  opts.Resync,
+		handler: handler,
+		log:     opts.Logger,
+		now:     time.Now,
+		entries: map[Key]*entry{},
+	}
+}
+
+// Set makes the running informers equal to watches: informers not asked for any
+// more stop, new ones start, and those still asked for keep running untouched
+// (no second initial list). Before Run, it only records what Run will start.
+func (m *Manager) Set(watches []Watch) {
+	want := make(map[Key]Watch, len(watches))
+	for _, w := range watches {
+		if !w.Resource.Namespaced {
+			w.Namespace = ""
+		}
+		want[w.Key()] = w
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, e := range m.entries {
+		if _, ok := want[k]; !ok {
+			if e.cancel != nil {
+				e.cancel()
+			}
+			delete(m.entries, k)
+			m.log.Info("stopped watching", "resource", k.String())
+		}
+	}
+	for k, w := range want {
+		if _, ok := m.entries[k]; ok {
+			continue
+		}
+		e := m.newEntry(w)
+		e.atStart = m.ctx == nil
+		m.entries[k] = e
+		if m.ctx != nil {
+			m.start(e)
+		}
+	}
+}
+
+// Watches returns the keys of the informers that are running or will run.
+func (m *Manager) Watches() []Key {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	keys := make([]Key, 0, len(m.entries))
+	for k := range m.entries {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b Key) int {
+		if c := cmpString(a.GVR.String(), b.GVR.String()); c != 0 {
+			return c
+		}
+		return cmpString(a.Namespace, b.Namespace)
+	})
+	return keys
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Started returns how many informers have been started since the manager was
+// made; a resync of the watched set that keeps an informer does not count it again.
+func (m *Manager) Started() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.started
+}
+
+// Run starts the informers and blocks until ctx is done; it returns only after
+// every informer goroutine has exited.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	if m.ctx != nil {
+		m.mu.Unlock()
+		return errors.New("dyninformer: Run called twice")
+	}
+	m.ctx = ctx
+	for _, e := range m.entries {
+		m.start(e)
+	}
+	m.mu.Unlock()
+
+	<-ctx.Done()
+	m.mu.Lock()
+	for _, e := range m.entries {
+		e.cancel()
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+	return nil
+}
+
+// HasSynced reports whether every informer has finished its initial list.
+func (m *Manager) HasSynced() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range m.entries {
+		if e.informer == nil || !e.informer.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitForSync blocks until every informer has synced or ctx is done.
+func (m *Manager) WaitForSync(ctx context.Context) bool {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if m.HasSynced() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// Unsynced returns the watches that have not finished their initial list, with
+// the last error each one saw (nil if none yet).
+func (m *Manager) Unsynced() map[Key]error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[Key]error{}
+	for k, e := range m.entries {
+		if e.informer == nil || !e.informer.HasSynced() {
+			e.mu.Lock()
+			out[k] = e.watchErr
+			e.mu.Unlock()
+		}
+	}
+	return out
+}
+
+func (m *Manager) newEntry(w Watch) *entry {
+	k := w.Key()
+	gi := dynamicinformer.NewFilteredDynamicInformer(m.client, k.GVR, w.Namespace, m.resync, cache.Indexers{}, nil)
+	e := &entry{watch: w, informer: gi.Informer()}
+	// managedFields are often the largest part of an object and no rule reads
+	// them: drop them before the object enters the cache.
+	_ = e.informer.SetTransform(func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			u.SetManagedFields(nil)
+		}
+		return obj, nil
+	})
+	_ = e.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		m.watchError(e, err)
+	})
+	_, _ = e.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			m.emit(e, event.Add, obj, nil, initial && e.atStart)
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			m.emit(e, event.Update, newObj, oldObj, false)
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			m.emit(e, event.Delete, obj, nil, false)
+		},
+	})
+	return e
+}
+
+// start runs e's informer; m.mu is held.
+func (m *Manager) start(e *entry) {
+	ctx, cancel := context.WithCancel(m.ctx)
+	e.cancel = cancel
+	if ctx.Err() != nil {
+		return // Run has ended; nothing may start after it
+	}
+	m.started++
+	m.wg.Add(1)
+	m.log.Debug("watching", "resource", e.watch.Key().String())
+	go func() {
+		defer m.wg.Done()
+		e.informer.RunWithContext(ctx)
+	}()
+}
+
+// watchError reports a failing watch once per distinct reason, not once per retry.
+func (m *Manager) watchError(e *entry, err error) {
+	reason := string(apierrors.ReasonForError(err))
+	if reason == "" {
+		reason = err.Error()
+	}
+	e.mu.Lock()
+	e.watchErr = err
+	repeat := e.lastErr == reason
+	e.lastErr = reason
+	e.mu.Unlock()
+	if repeat {
+		m.log.Debug("watch failed again", "resource", e.watch.Key().String(), "err", err)
+		return
+	}
+	m.log.Warn("cannot watch resource; retrying with backoff", "resource", e.watch.Key().String(), "reason", reason, "err", err)
+}
+
+func (m *Manager) emit(e *entry, t event.Type, obj, oldObj any, initial bool) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		m.log.Error("unexpected object type from informer", "resource", e.watch.Key().String(), "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	ev := &event.Event{
+		Type:            t,
+		Resource:        e.watch.Resource,
+		Namespace:       u.GetNamespace(),
+		Name:            u.GetName(),
+		UID:             string(u.GetUID()),
+		ResourceVersion: u.GetResourceVersion(),
+		Initial:         initial,
+		Time:            m.now(),
+	}
+	if t == event.Update {
+		old, ok := oldObj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		if old.GetResourceVersion() == u.GetResourceVersion() {
+			return // a resync: nothing changed, nothing fires
+		}
+		b, err := json.Marshal(old.Object)
+		if err != nil {
+			m.log.Error("encode object", "resource", e.watch.Key().String(), "name", u.GetName(), "err", err)
+			return
+		}
+		ev.OldObject = b
+	}
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		m.log.Error("encode object", "resource", e.watch.Key().String(), "name", u.GetName(), "err", err)
+		return
+	}
+	ev.Object = b
+	m.handler(ev)
+}

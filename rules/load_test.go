@@ -1,0 +1,97 @@
+package rules
+
+import (
+	"flag"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the .want files of testdata/invalid-*.yaml from the current output")
+
+// Every testdata/invalid-NAME.yaml has its expected problems, one per line with
+// file name and line, in testdata/invalid-NAME.want; all of them, and no others,
+// must be reported.
+func TestInvalidConfigs(t *testing.T) {
+	t.Setenv("DYNWATCH_TEST_UNSET_VAR", "")
+	os.Unsetenv("DYNWATCH_TEST_UNSET_VAR")
+	files, err := filepath.Glob("testdata/invalid-*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata/invalid-*.yaml: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			_, err := Load(f)
+			var ps Problems
+			if !errors.As(err, &ps) {
+				t.Fatalf("Load: want Problems, got %v", err)
+			}
+			got := ps.Error() + "\n"
+			wantFile := strings.TrimSuffix(f, ".yaml") + ".want"
+			if *update {
+				if err := os.WriteFile(wantFile, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(wantFile)
+			if err != nil {
+				t.Fatalf("%v (run go test ./rules -run TestInvalidConfigs -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("problems differ\n got:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+func TestExampleConfigLoads(t *testing.T) {
+	t.Setenv("HOOK_TOKEN", "example-token")
+	f, err := Load("../config.example.yaml")
+	if err != nil {
+		t.Fatalf("config.example.yaml: %v", err)
+	}
+	if len(f.Rules) == 0 || len(f.Config.Actions) == 0 {
+		t.Fatalf("config.example.yaml has %d rules and %d actions", len(f.Rules), len(f.Config.Actions))
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	f, err := Parse("t.yaml", []byte(`
+apiVersion: dynwatch/v1alpha1
+defaults: {namespaces: [b, a]}
+actions:
+  - name: hook
+    webhook: {url: "http://127.0.0.1:1/x"}
+rules:
+  - name: r
+    resources: [{kind: ConfigMap}]
+    actions: [hook]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := f.Config.Actions[0]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"queueSize", a.QueueSize, DefaultQueueSize},
+		{"concurrency", a.Concurrency, DefaultConcurrency},
+		{"method", a.Webhook.Method, "POST"},
+		{"timeout", a.Webhook.Timeout.Std(), DefaultWebhookTO},
+		{"retry.max", *a.Webhook.Retry.Max, DefaultRetryMax},
+		{"retry.initialBackoff", a.Webhook.Retry.InitialBackoff.Std(), DefaultInitialBO},
+		{"retry.maxBackoff", a.Webhook.Retry.MaxBackoff.Std(), DefaultMaxBO},
+		{"shutdownGrace", f.Config.ShutdownGrace.Std(), DefaultShutdownGrace},
+		{"onStart without state", f.Rules[0].OnStart, OnStartNone},
+		{"namespaces from defaults, sorted", strings.Join(f.Rules[0].Namespaces, ","), "a,b"},
+		{"redact default kind", f.Config.Redact[0].Kind, "Secret"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}

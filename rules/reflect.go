@@ -1,0 +1,5 @@
+package rules
+
+import "reflect"
+
+func reflectValue(v any) reflect.Value { return reflect.ValueOf(v).Elem() }

@@ -1,0 +1,200 @@
+package rules
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/tidwall/gjson"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/dynwatch/dynwatch/discovery"
+	"github.com/dynwatch/dynwatch/event"
+)
+
+type onMask uint8
+
+const (
+	onAdd onMask = 1 << iota
+	onUpdate
+	onDelete
+)
+
+var onBits = map[event.Type]onMask{event.Add: onAdd, event.Update: onUpdate, event.Delete: onDelete}
+
+type field struct {
+	name, path string
+}
+
+// Rule is a compiled rule: everything that can be checked or prepared at load
+// time has been.
+type Rule struct {
+	Name string
+	// Selectors choose the rule's resources from discovery.
+	Selectors []discovery.Selector
+	// Namespaces the rule watches, sorted; nil means all namespaces.
+	Namespaces []string
+	// LabelSelector filters objects by label; labels.Everything() when unset.
+	LabelSelector labels.Selector
+	// OnStart is diff, all or none, with the default resolved.
+	OnStart string
+	// Actions are the names of the actions the rule delivers to.
+	Actions []string
+
+	on      onMask
+	conds   []*condition
+	changed []string
+	fields  []field
+}
+
+// InNamespace reports whether the rule covers objects in ns; cluster-scoped
+// objects (ns "") are covered by every rule.
+func (r *Rule) InNamespace(ns string) bool {
+	if r.Namespaces == nil || ns == "" {
+		return true
+	}
+	_, found := slices.BinarySearch(r.Namespaces, ns)
+	return found
+}
+
+// Paths returns every path the rule reads from objects: conditions, changed and
+// fields.
+func (r *Rule) Paths() []string {
+	var ps []string
+	for _, c := range r.conds {
+		ps = append(ps, c.spec.Path)
+	}
+	ps = append(ps, r.changed...)
+	for _, f := range r.fields {
+		ps = append(ps, f.path)
+	}
+	return ps
+}
+
+// Match decides whether the event fires the rule. The caller has already checked
+// that the rule selects the event's resource.
+func (r *Rule) Match(ev *event.Event) bool {
+	if r.on&onBits[ev.Type] == 0 || !r.InNamespace(ev.Namespace) {
+		return false
+	}
+	if ev.Initial && r.OnStart != OnStartAll {
+		return false
+	}
+	if !r.LabelSelector.Empty() && !r.LabelSelector.Matches(objectLabels(ev.Object)) {
+		return false
+	}
+	for _, c := range r.conds {
+		if !c.holds(ev.Object, ev.OldObject) {
+			return false
+		}
+	}
+	if ev.Type == event.Update && len(r.changed) > 0 {
+		for _, p := range r.changed {
+			if gjson.GetBytes(ev.Object, p).Raw != gjson.GetBytes(ev.OldObject, p).Raw {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+func objectLabels(obj []byte) labels.Set {
+	set := labels.Set{}
+	gjson.GetBytes(obj, "metadata.labels").ForEach(func(k, v gjson.Result) bool {
+		set[k.Str] = v.String()
+		return true
+	})
+	return set
+}
+
+// Explanation is one condition of a rule with what was found and whether it held.
+type Explanation struct {
+	Condition ConditionSpec
+	Found     gjson.Result
+	Held      bool
+}
+
+// Explain evaluates each condition of the rule on the event and reports them all.
+func (r *Rule) Explain(ev *event.Event) []Explanation {
+	out := make([]Explanation, 0, len(r.conds))
+	for _, c := range r.conds {
+		doc := ev.Object
+		if c.old {
+			doc = ev.OldObject
+		}
+		var found gjson.Result
+		if doc != nil {
+			found = gjson.GetBytes(doc, c.spec.Path)
+		}
+		out = append(out, Explanation{Condition: c.spec, Found: found, Held: c.holds(ev.Object, ev.OldObject)})
+	}
+	return out
+}
+
+// Prepared is an event made ready for payloads: objects redacted and the changed
+// paths computed, once, however many rules it matches.
+type Prepared struct {
+	Event     *event.Event
+	Object    []byte
+	OldObject []byte
+	Changed   []string
+}
+
+// Prepare redacts the event's objects and, for updates, computes the changed paths.
+func (f *File) Prepare(ev *event.Event) *Prepared {
+	p := &Prepared{
+		Event:     ev,
+		Object:    f.Redactor.Redact(ev.Resource, ev.Object),
+		OldObject: f.Redactor.Redact(ev.Resource, ev.OldObject),
+	}
+	if ev.Type == event.Update {
+		p.Changed = ChangedPaths(ev.OldObject, ev.Object)
+	}
+	return p
+}
+
+// Payload builds the SPEC §4 payload of the prepared event for rule r.
+func (r *Rule) Payload(p *Prepared) *event.Payload {
+	ev := p.Event
+	pl := &event.Payload{
+		ID:              ev.ID(),
+		Time:            ev.Time.UTC().Format(event.TimeFormat),
+		Type:            ev.Type,
+		Replay:          ev.Replay,
+		Rule:            r.Name,
+		Resource:        ev.Resource,
+		Namespace:       ev.Namespace,
+		Name:            ev.Name,
+		UID:             ev.UID,
+		ResourceVersion: ev.ResourceVersion,
+		Changed:         p.Changed,
+		Object:          p.Object,
+		OldObject:       p.OldObject,
+	}
+	if len(r.fields) > 0 {
+		pl.Fields = make(map[string]json.RawMessage, len(r.fields))
+		for _, f := range r.fields {
+			v := gjson.GetBytes(p.Object, f.path)
+			if v.Exists() {
+				pl.Fields[f.name] = json.RawMessage(v.Raw)
+			} else {
+				pl.Fields[f.name] = json.RawMessage("null")
+			}
+		}
+	}
+	return pl
+}
+
+// Delivery encodes the payload once for every action of the rule.
+func Delivery(pl *event.Payload, key string) (*event.Delivery, error) {
+	b, err := marshal(pl)
+	if err != nil {
+		return nil, err
+	}
+	return &event.Delivery{Payload: pl, JSON: b, Key: key}, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
