@@ -1,0 +1,259 @@
+package watcher
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testenv"
+	"github.com/dynwatch/dynwatch/rules"
+)
+
+// env is the real control plane every test in this package shares.
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = testenv.Start(testenv.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	env.Stop()
+	os.Exit(code)
+}
+
+var (
+	nsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	cmGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
+
+func dyn(t testing.TB) dynamic.Interface {
+	t.Helper()
+	return dynamic.NewForConfigOrDie(env.Config)
+}
+
+// namespace creates a namespace with a unique name for one test.
+func namespace(t testing.TB) string {
+	t.Helper()
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = fmt.Sprintf("%s-%d", strings.Trim(name, "-"), time.Now().UnixNano()%100000)
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
+	if _, err := dyn(t).Resource(nsGVR).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func create(t testing.TB, gvr schema.GroupVersionResource, ns string, obj map[string]any) *unstructured.Unstructured {
+	t.Helper()
+	u, err := dyn(t).Resource(gvr).Namespace(ns).Create(context.Background(), &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create %s: %v", gvr.Resource, err)
+	}
+	return u
+}
+
+// mutate reads an object, changes it with f, and writes it back.
+func mutate(t testing.TB, gvr schema.GroupVersionResource, ns, name string, f func(u *unstructured.Unstructured)) *unstructured.Unstructured {
+	t.Helper()
+	ri := dyn(t).Resource(gvr).Namespace(ns)
+	u, err := ri.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f(u)
+	u, err = ri.Update(context.Background(), u, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func remove(t testing.TB, gvr schema.GroupVersionResource, ns, name string) {
+	t.Helper()
+	if err := dyn(t).Resource(gvr).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func configMap(ns, name string, data map[string]any) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": ns}, "data": data}
+}
+
+// lines collects what a log action writes, one payload per line.
+type lines struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	got  []event.Payload
+	raw  []string
+	cond *sync.Cond
+}
+
+func newLines() *lines {
+	l := &lines{}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
+	sc.Buffer(nil, 1<<22)
+	l.got, l.raw = nil, nil
+	for sc.Scan() {
+		var pl event.Payload
+		if err := json.Unmarshal(sc.Bytes(), &pl); err != nil {
+			return 0, fmt.Errorf("log line is not a payload: %v: %s", err, sc.Text())
+		}
+		l.got = append(l.got, pl)
+		l.raw = append(l.raw, sc.Text())
+	}
+	l.cond.Broadcast()
+	return len(p), nil
+}
+
+// wait returns once n payloads arrived, failing the test after timeout.
+func (l *lines) wait(t testing.TB, n int, timeout time.Duration) []event.Payload {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	timer := time.AfterFunc(timeout, func() { l.cond.Broadcast() })
+	defer timer.Stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.got) < n && time.Now().Before(deadline) {
+		l.cond.Wait()
+	}
+	if len(l.got) < n {
+		t.Fatalf("got %d payloads after %s, want %d:\n%s", len(l.got), timeout, n, strings.Join(l.raw, "\n"))
+	}
+	return append([]event.Payload(nil), l.got...)
+}
+
+func (l *lines) snapshot() []event.Payload {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]event.Payload(nil), l.got...)
+}
+
+// watchCounter counts the watch requests that reach the API server, by path.
+type watchCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+	total  atomic.Int64
+}
+
+func (w *watchCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1" {
+			w.mu.Lock()
+			w.counts[r.URL.Path]++
+			w.mu.Unlock()
+			w.total.Add(1)
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+func (w *watchCounter) get(path string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.counts[path]
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// running is a watcher started by a test.
+type running struct {
+	w       *Watcher
+	out     *lines
+	watches *watchCounter
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+// start runs a watcher with config (YAML) until the test ends, and waits for its
+// informers to sync. Its stdout log action writes to r.out.
+func start(t testing.TB, config string) *running {
+	t.Helper()
+	file, err := rules.Parse(t.Name()+".yaml", []byte(config))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	wc := &watchCounter{counts: map[string]int{}}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(wc.wrap)
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	out := newLines()
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	w, err := New(file, dc, disc, Options{Logger: log, Stdout: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{w: w, out: out, watches: wc, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- w.Run(ctx) }()
+	t.Cleanup(r.stop)
+	syncCtx, cancelSync := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelSync()
+	// Run sets the watched set before it starts informers; wait for both.
+	for len(w.Manager().Watches()) == 0 && syncCtx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !w.Manager().WaitForSync(syncCtx) {
+		t.Fatalf("informers did not sync: %v", w.Manager().Unsynced())
+	}
+	return r
+}
+
+func (r *running) stop() {
+	r.cancel()
+	select {
+	case <-r.done:
+	case <-time.After(30 * time.Second):
+		panic("watcher did not stop within 30s")
+	}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+var (
+	getOpts  = metav1.GetOptions{}
+	listOpts = metav1.ListOptions{}
+)
