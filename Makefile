@@ -1,0 +1,39 @@
+# dynwatch: `make demo` runs it against a local API server; `make test` runs the tests.
+
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+TESTENV   := .testenv/bin
+GOTESTFLAGS ?=
+
+.PHONY: all build testenv test unit vet demo bench clean help
+
+all: build
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## build bin/dynwatch
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/dynwatch ./cmd/dynwatch
+
+testenv: ## build kube-apiserver and etcd into .testenv/bin (once; minutes the first time)
+	hack/testenv/build.sh $(TESTENV)
+
+vet: ## go vet
+	$(GO) vet ./...
+
+test: testenv vet ## unit and integration tests (real kube-apiserver and etcd), with -race
+	DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) $(GO) test -race -count=1 -timeout 30m $(GOTESTFLAGS) ./...
+
+unit: ## only the tests that need no API server
+	$(GO) test -race -count=1 ./rules/... ./action/... ./discovery/... ./event/...
+
+demo: testenv build ## run dynwatch against a local API server with a demo CRD; Ctrl-C stops it all
+	DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) $(GO) run ./hack/demo --dynwatch bin/dynwatch --config config.example.yaml
+
+bench: ## benchmarks (compare runs with benchstat)
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./rules/... ./action/...
+
+clean: ## remove build outputs (keeps the control-plane binaries)
+	rm -rf bin
