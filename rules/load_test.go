@@ -1,8 +1,8 @@
 package rules
 
 import (
-	"flag"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
