@@ -1,7 +1,9 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"regexp"
@@ -240,8 +242,8 @@ func (c *compiler) validateWebhook(p string, w *WebhookSpec) {
 		}
 	}
 	if w.Body != "" {
-		if _, err := template.New("body").Option("missingkey=error").Funcs(TemplateFuncs()).Parse(w.Body); err != nil {
-			c.errf(p+".body", "bad template: %v", err)
+		if err := checkTemplate(w.Body); err != nil {
+			c.errf(p+".body", "%v", err)
 		}
 	}
 	w.Timeout = orDuration(w.Timeout, DefaultWebhookTO)
@@ -252,6 +254,27 @@ func (c *compiler) validateWebhook(p string, w *WebhookSpec) {
 		}
 	}
 }
+
+// checkTemplate parses a body template and runs it once on a sample payload, so
+// that a reference to a field the payload does not have is a config error at load
+// rather than a delivery error on every event. Errors that depend on an event's
+// data (a missing map key, a function failing) can only show at delivery.
+func checkTemplate(body string) error {
+	t, err := template.New("body").Option("missingkey=error").Funcs(TemplateFuncs()).Parse(body)
+	if err != nil {
+		return fmt.Errorf("bad template: %w", err)
+	}
+	sample := &event.Payload{ID: "uid:1:add", Type: event.Add, Object: []byte(`{}`)}
+	err = t.Execute(io.Discard, sample)
+	var execErr template.ExecError
+	if errors.As(err, &execErr) && strings.Contains(err.Error(), "can't evaluate field") {
+		return fmt.Errorf("bad template: %w (the event has: %s)", err, payloadFields)
+	}
+	return nil
+}
+
+// payloadFields names what a body template can read from the event.
+const payloadFields = ".ID .Time .Type .Replay .Rule .Resource (.Group .Version .Resource .Kind .Namespaced) .Namespace .Name .UID .ResourceVersion .Fields .Changed .Object .OldObject"
 
 func (c *compiler) validateExec(p string, e *ExecSpec) {
 	if len(e.Command) == 0 || e.Command[0] == "" {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -155,6 +156,12 @@ func (l *lines) wait(t testing.TB, n int, timeout time.Duration) []event.Payload
 	return append([]event.Payload(nil), l.got...)
 }
 
+func (l *lines) rawLines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.raw...)
+}
+
 func (l *lines) snapshot() []event.Payload {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -194,14 +201,27 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 type running struct {
 	w       *Watcher
 	out     *lines
+	logs    *syncBuffer
 	watches *watchCounter
 	cancel  context.CancelFunc
 	done    chan error
 }
 
 // start runs a watcher with config (YAML) until the test ends, and waits for its
-// informers to sync. Its stdout log action writes to r.out.
+// informers to sync. Its stdout log action writes to r.out; its own logs go to
+// the test log at info level.
 func start(t testing.TB, config string) *running {
+	t.Helper()
+	return startWith(t, config, infoLogs)
+}
+
+const (
+	infoLogs  = slog.LevelInfo
+	debugLogs = slog.LevelDebug
+)
+
+// startWith is start with a log level; the watcher's own logs are also kept in r.logs.
+func startWith(t testing.TB, config string, level slog.Level) *running {
 	t.Helper()
 	file, err := rules.Parse(t.Name()+".yaml", []byte(config))
 	if err != nil {
@@ -216,13 +236,14 @@ func start(t testing.TB, config string) *running {
 	}
 	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
 	out := newLines()
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: level}))
 	w, err := New(file, dc, disc, Options{Logger: log, Stdout: out})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{w: w, out: out, watches: wc, cancel: cancel, done: make(chan error, 1)}
+	r := &running{w: w, out: out, logs: logs, watches: wc, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- w.Run(ctx) }()
 	t.Cleanup(r.stop)
 	syncCtx, cancelSync := context.WithTimeout(ctx, 30*time.Second)
@@ -257,3 +278,32 @@ var (
 	getOpts  = metav1.GetOptions{}
 	listOpts = metav1.ListOptions{}
 )
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitUntil(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
