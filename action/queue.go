@@ -84,6 +84,7 @@ type Queue struct {
 	ready   []string                     // keys with work and no worker on them
 	total   int                          // deliveries queued, in flight included
 	stop    bool                         // workers exit when set
+	closed  bool                         // Run has returned: nothing more is delivered
 
 	enqueued, delivered, retries, failed, dropped, abandoned atomic.Uint64
 }
@@ -127,6 +128,12 @@ func (q *Queue) Name() string { return q.name }
 // counted and logged, and Enqueue returns false.
 func (q *Queue) Enqueue(d *event.Delivery) bool {
 	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		q.dropped.Add(1)
+		q.log.Error("action stopped: event not delivered", "id", d.Payload.ID, "rule", d.Payload.Rule)
+		return false
+	}
 	if q.total >= q.size {
 		q.mu.Unlock()
 		q.dropped.Add(1)
@@ -200,6 +207,7 @@ func (q *Queue) Run(ctx context.Context, grace time.Duration) error {
 
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.closed = true
 	for _, list := range q.pending {
 		for _, d := range list {
 			q.abandoned.Add(1)

@@ -30,11 +30,17 @@ type Key struct {
 	Namespace string
 }
 
+// String spells the key as kubectl spells resources: resource.version.group,
+// and the namespace when it is not all of them.
 func (k Key) String() string {
-	if k.Namespace == "" {
-		return k.GVR.String()
+	s := k.GVR.Resource + "." + k.GVR.Version
+	if k.GVR.Group != "" {
+		s += "." + k.GVR.Group
 	}
-	return k.GVR.String() + " in " + k.Namespace
+	if k.Namespace != "" {
+		s += " in namespace " + k.Namespace
+	}
+	return s
 }
 
 // Watch asks for one informer.
@@ -71,9 +77,11 @@ type entry struct {
 	watch    Watch
 	informer cache.SharedIndexInformer
 	cancel   context.CancelFunc
-	// atStart marks informers that start with the program: the adds of their
-	// initial list are Initial, and onStart decides whether they fire.
-	atStart bool
+	// known marks informers whose initial list holds objects that are not new
+	// to dynwatch: those that start with it or with a reload, or that replace a
+	// watch on another version of the same resource. The adds of their initial
+	// list are Initial, and onStart decides whether they fire.
+	known bool
 
 	mu       sync.Mutex
 	lastErr  string
@@ -106,7 +114,12 @@ func NewManager(client dynamic.Interface, handler Handler, opts Options) *Manage
 // Set makes the running informers equal to watches: informers not asked for any
 // more stop, new ones start, and those still asked for keep running untouched
 // (no second initial list). Before Run, it only records what Run will start.
-func (m *Manager) Set(watches []Watch) {
+//
+// known says whether the objects new informers list are already known to the
+// caller (a start or a reload: onStart decides) or new (a resource that just
+// appeared: every object fires add). A watch that replaces one on another version
+// of the same resource is always known.
+func (m *Manager) Set(watches []Watch, known bool) {
 	want := make(map[Key]Watch, len(watches))
 	for _, w := range watches {
 		if !w.Resource.Namespaced {
@@ -114,6 +127,8 @@ func (m *Manager) Set(watches []Watch) {
 		}
 		want[w.Key()] = w
 	}
+	type groupResourceNS struct{ group, resource, ns string }
+	moved := map[groupResourceNS]bool{}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k, e := range m.entries {
@@ -122,6 +137,7 @@ func (m *Manager) Set(watches []Watch) {
 				e.cancel()
 			}
 			delete(m.entries, k)
+			moved[groupResourceNS{k.GVR.Group, k.GVR.Resource, k.Namespace}] = true
 			m.log.Info("stopped watching", "resource", k.String())
 		}
 	}
@@ -130,7 +146,7 @@ func (m *Manager) Set(watches []Watch) {
 			continue
 		}
 		e := m.newEntry(w)
-		e.atStart = m.ctx == nil
+		e.known = known || m.ctx == nil || moved[groupResourceNS{k.GVR.Group, k.GVR.Resource, k.Namespace}]
 		m.entries[k] = e
 		if m.ctx != nil {
 			m.start(e)
@@ -258,7 +274,7 @@ func (m *Manager) newEntry(w Watch) *entry {
 	})
 	_, _ = e.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			m.emit(e, event.Add, obj, nil, initial && e.atStart)
+			m.emit(e, event.Add, obj, nil, initial && e.known)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			m.emit(e, event.Update, newObj, oldObj, false)
@@ -282,7 +298,7 @@ func (m *Manager) start(e *entry) {
 	}
 	m.started++
 	m.wg.Add(1)
-	m.log.Debug("watching", "resource", e.watch.Key().String())
+	m.log.Info("watching", "resource", e.watch.Key().String())
 	go func() {
 		defer m.wg.Done()
 		e.informer.RunWithContext(ctx)

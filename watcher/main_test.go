@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,12 +29,22 @@ import (
 	"github.com/dynwatch/dynwatch/rules"
 )
 
+// A token user that tests give narrower RBAC.
+const (
+	cmOnlyUser  = "cm-only"
+	cmOnlyToken = "cm-only-token"
+)
+
+func unstructuredOf(obj map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: obj}
+}
+
 // env is the real control plane every test in this package shares.
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	var err error
-	env, err = testenv.Start(testenv.Options{})
+	env, err = testenv.Start(testenv.Options{Users: []testenv.User{{Name: cmOnlyUser, Token: cmOnlyToken}}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -156,6 +167,23 @@ func (l *lines) wait(t testing.TB, n int, timeout time.Duration) []event.Payload
 	return append([]event.Payload(nil), l.got...)
 }
 
+// waitMatch returns the first payload for which match holds, failing the test
+// when none arrives within timeout.
+func (l *lines) waitMatch(t testing.TB, what string, timeout time.Duration, match func(event.Payload) bool) event.Payload {
+	t.Helper()
+	var found *event.Payload
+	waitUntil(t, what, timeout, func() bool {
+		for _, p := range l.snapshot() {
+			if match(p) {
+				found = &p
+				return true
+			}
+		}
+		return false
+	})
+	return *found
+}
+
 func (l *lines) rawLines() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -185,6 +213,19 @@ func (w *watchCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		}
 		return rt.RoundTrip(r)
 	})
+}
+
+// others counts the watch requests on paths other than the given ones.
+func (w *watchCounter) others(paths ...string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for p, c := range w.counts {
+		if !slices.Contains(paths, p) {
+			n += c
+		}
+	}
+	return n
 }
 
 func (w *watchCounter) get(path string) int {
@@ -223,6 +264,28 @@ const (
 // startWith is start with a log level; the watcher's own logs are also kept in r.logs.
 func startWith(t testing.TB, config string, level slog.Level) *running {
 	t.Helper()
+	r := startLiveWith(t, config, level)
+	syncCtx, cancelSync := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelSync()
+	// Run sets the watched set before it starts informers; wait for both.
+	for len(r.w.Manager().Watches()) == 0 && syncCtx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !r.w.Manager().WaitForSync(syncCtx) {
+		t.Fatalf("informers did not sync: %v", r.w.Manager().Unsynced())
+	}
+	return r
+}
+
+// startLive starts a watcher whose rules may select nothing yet, and waits until
+// it follows CRDs.
+func startLive(t testing.TB, config string) *running {
+	t.Helper()
+	return startLiveWith(t, config, infoLogs)
+}
+
+func startLiveWith(t testing.TB, config string, level slog.Level) *running {
+	t.Helper()
 	file, err := rules.Parse(t.Name()+".yaml", []byte(config))
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -234,7 +297,15 @@ func startWith(t testing.TB, config string, level slog.Level) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	r := run(t, file, dc, discovery.NewDiscoveryClientForConfigOrDie(env.Config), level)
+	r.watches = wc
+	waitUntil(t, "the watcher to follow CRDs", 30*time.Second, r.w.Synced)
+	return r
+}
+
+// run runs a watcher of file with the given clients until the test ends.
+func run(t testing.TB, file *rules.File, dc dynamic.Interface, disc discovery.DiscoveryInterface, level slog.Level) *running {
+	t.Helper()
 	out := newLines()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: level}))
@@ -243,18 +314,9 @@ func startWith(t testing.TB, config string, level slog.Level) *running {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{w: w, out: out, logs: logs, watches: wc, cancel: cancel, done: make(chan error, 1)}
+	r := &running{w: w, out: out, logs: logs, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- w.Run(ctx) }()
 	t.Cleanup(r.stop)
-	syncCtx, cancelSync := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelSync()
-	// Run sets the watched set before it starts informers; wait for both.
-	for len(w.Manager().Watches()) == 0 && syncCtx.Err() == nil {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !w.Manager().WaitForSync(syncCtx) {
-		t.Fatalf("informers did not sync: %v", w.Manager().Unsynced())
-	}
 	return r
 }
 

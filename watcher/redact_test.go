@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // A Secret's value appears in no output of any action, nor in dynwatch's own
@@ -59,7 +58,6 @@ rules:
     fields: {password: data.password, raw: data}
     actions: [stdout, file, hook, templated, run]
 `, logFile, srv.URL, srv.URL, script, ns), debugLogs)
-	secretGVR := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	create(t, secretGVR, ns, map[string]any{
 		"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": "s", "namespace": ns, "annotations": map[string]any{

@@ -1,7 +1,8 @@
 // Package watcher is the daemon's pipeline: it resolves the rules' selectors
 // through discovery, keeps one informer per watched resource and namespace scope,
 // evaluates each event with the rules of its resource only, and hands matches to
-// the action queues.
+// the action queues. The watched set follows the cluster (CRDs that appear or go)
+// and the config (reloads) without a restart.
 package watcher
 
 import (
@@ -11,8 +12,11 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8sdiscovery "k8s.io/client-go/discovery"
@@ -25,17 +29,44 @@ import (
 	"github.com/dynwatch/dynwatch/rules"
 )
 
+// CRDResource is the resource dynwatch watches to learn about new and deleted
+// CRDs without waiting for the periodic discovery refresh.
+var CRDResource = event.Resource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions", Kind: "CustomResourceDefinition"}
+
 // Watcher runs one config against one cluster.
 type Watcher struct {
-	file   *rules.File
-	disc   k8sdiscovery.DiscoveryInterface
-	log    *slog.Logger
-	queues map[string]*action.Queue
-	closer []io.Closer
-	mgr    *dyninformer.Manager
+	disc    k8sdiscovery.DiscoveryInterface
+	log     *slog.Logger
+	stdout  io.Writer
+	refresh time.Duration
+	mgr     *dyninformer.Manager
+	crds    *dyninformer.Manager
 
-	mu    sync.RWMutex
-	index map[schema.GroupVersionResource][]*rules.Rule
+	pipe  atomic.Pointer[pipeline] // what events are evaluated and delivered with
+	kicks chan struct{}            // asks for a discovery refresh
+
+	mu       sync.Mutex // serializes changes of config and catalog
+	cat      *discovery.Catalog
+	queues   map[string]*queueRun
+	queueCtx context.Context
+	queueWG  sync.WaitGroup
+	warned   map[string]bool // rules already warned about selecting nothing
+}
+
+// pipeline is one consistent view of the config: the rules by resource and the
+// queues of their actions. Events read it without locks; changes swap it whole.
+type pipeline struct {
+	file   *rules.File
+	index  map[schema.GroupVersionResource][]*rules.Rule
+	queues map[string]*action.Queue
+}
+
+// queueRun is an action's queue and what stops it.
+type queueRun struct {
+	spec   rules.ActionSpec
+	q      *action.Queue
+	closer io.Closer
+	cancel context.CancelFunc
 }
 
 // Options configure a Watcher.
@@ -44,6 +75,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Stdout is where `log: {}` actions write. Default: os.Stdout.
 	Stdout io.Writer
+	// DiscoveryRefresh is how often discovery is read again, for aggregated
+	// APIs; CRDs are followed as they change. Default: 30s.
+	DiscoveryRefresh time.Duration
 }
 
 // New builds the actions of file and a watcher for it.
@@ -54,71 +88,239 @@ func New(file *rules.File, dyn dynamic.Interface, disc k8sdiscovery.DiscoveryInt
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
-	w := &Watcher{file: file, disc: disc, log: opts.Logger, queues: map[string]*action.Queue{}}
-	for _, spec := range file.Config.Actions {
-		sender, closer, err := action.Build(spec, opts.Stdout)
-		if err != nil {
-			w.Close()
-			return nil, fmt.Errorf("action %s: %w", spec.Name, err)
-		}
-		if closer != nil {
-			w.closer = append(w.closer, closer)
-		}
-		w.queues[spec.Name] = action.NewQueue(spec.Name, sender, action.QueueOptions{
-			Size:        spec.QueueSize,
-			Concurrency: spec.Concurrency,
-			Retry:       action.RetryOf(spec),
-			Logger:      opts.Logger,
-		})
+	if opts.DiscoveryRefresh <= 0 {
+		opts.DiscoveryRefresh = 30 * time.Second
 	}
+	w := &Watcher{
+		disc:    disc,
+		log:     opts.Logger,
+		stdout:  opts.Stdout,
+		refresh: opts.DiscoveryRefresh,
+		kicks:   make(chan struct{}, 1),
+		queues:  map[string]*queueRun{},
+		warned:  map[string]bool{},
+	}
+	queues, err := w.buildQueues(file)
+	if err != nil {
+		return nil, err
+	}
+	w.queues = queues
+	w.pipe.Store(&pipeline{file: file, queues: queueMap(queues)})
 	w.mgr = dyninformer.NewManager(dyn, w.handle, dyninformer.Options{
 		Resync: file.Config.Defaults.Resync.Std(),
 		Logger: opts.Logger,
 	})
+	w.crds = dyninformer.NewManager(dyn, func(*event.Event) { w.kick() }, dyninformer.Options{Logger: opts.Logger})
+	w.crds.Set([]dyninformer.Watch{{Resource: CRDResource}}, true)
 	return w, nil
 }
 
-// Close releases what the actions opened (log files).
-func (w *Watcher) Close() {
-	for _, c := range w.closer {
-		_ = c.Close()
+// buildQueues makes a queue for every action of file whose spec differs from
+// the running one's, and reuses the running queue where it is the same.
+func (w *Watcher) buildQueues(file *rules.File) (map[string]*queueRun, error) {
+	out := map[string]*queueRun{}
+	for _, spec := range file.Config.Actions {
+		if old, ok := w.queues[spec.Name]; ok && reflect.DeepEqual(old.spec, spec) {
+			out[spec.Name] = old
+			continue
+		}
+		sender, closer, err := action.Build(spec, w.stdout)
+		if err != nil {
+			for _, qr := range out {
+				if w.queues[qr.spec.Name] != qr && qr.closer != nil {
+					_ = qr.closer.Close()
+				}
+			}
+			return nil, fmt.Errorf("action %s: %w", spec.Name, err)
+		}
+		out[spec.Name] = &queueRun{spec: spec, closer: closer, q: action.NewQueue(spec.Name, sender, action.QueueOptions{
+			Size:        spec.QueueSize,
+			Concurrency: spec.Concurrency,
+			Retry:       action.RetryOf(spec),
+			Logger:      w.log,
+		})}
 	}
+	return out, nil
 }
+
+func queueMap(qs map[string]*queueRun) map[string]*action.Queue {
+	m := make(map[string]*action.Queue, len(qs))
+	for name, qr := range qs {
+		m[name] = qr.q
+	}
+	return m
+}
+
+// Synced reports whether every informer, the CRD one included, has listed once.
+func (w *Watcher) Synced() bool { return w.mgr.HasSynced() && w.crds.HasSynced() }
 
 // Manager returns the informer manager, for status and tests.
 func (w *Watcher) Manager() *dyninformer.Manager { return w.mgr }
 
-// Queue returns the named action's queue.
-func (w *Watcher) Queue(name string) *action.Queue { return w.queues[name] }
+// Queue returns the named action's current queue.
+func (w *Watcher) Queue(name string) *action.Queue { return w.pipe.Load().queues[name] }
+
+// File returns the config the watcher currently runs.
+func (w *Watcher) File() *rules.File { return w.pipe.Load().file }
 
 // Run resolves the rules, watches, and delivers until ctx is done; then it stops
 // the informers, drains the queues for the shutdown grace period, and returns
 // after every goroutine it started has exited.
 func (w *Watcher) Run(ctx context.Context) error {
-	if !w.file.StateEnabled() {
+	file := w.File()
+	if !file.StateEnabled() {
 		w.log.Info("no state.path: objects that exist at start fire nothing unless a rule sets onStart: all")
 	}
 	cat, err := discovery.Load(w.disc)
 	if err != nil {
 		return err
 	}
-	for gv, gerr := range cat.Failed {
-		w.log.Warn("discovery failed for a group version; its resources are not watched", "groupVersion", gv.String(), "err", gerr)
-	}
-	w.apply(cat)
+	w.reportFailed(cat, nil)
 
 	queueCtx, stopQueues := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopQueues()
-	var wg sync.WaitGroup
-	grace := w.file.Config.ShutdownGrace.Std()
-	for _, q := range w.queues {
-		wg.Go(func() { _ = q.Run(queueCtx, grace) })
+	w.mu.Lock()
+	w.queueCtx = queueCtx
+	for _, qr := range w.queues {
+		w.startQueue(qr, file)
 	}
+	w.applyLocked(file, cat, true)
+	w.mu.Unlock()
+
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = w.crds.Run(ctx) })
+	wg.Go(func() { w.refreshLoop(ctx) })
 	err = w.mgr.Run(ctx) // returns once every informer goroutine is gone
-	stopQueues()         // no more events can arrive: drain what is queued
 	wg.Wait()
-	w.Close()
+	stopQueues() // no more events can arrive: drain what is queued
+	w.queueWG.Wait()
 	return err
+}
+
+// startQueue runs qr until it is replaced or the watcher stops; w.mu is held.
+func (w *Watcher) startQueue(qr *queueRun, file *rules.File) {
+	ctx, cancel := context.WithCancel(w.queueCtx)
+	qr.cancel = cancel
+	grace := file.Config.ShutdownGrace.Std()
+	w.queueWG.Go(func() {
+		_ = qr.q.Run(ctx, grace)
+		if qr.closer != nil {
+			_ = qr.closer.Close() // a log file stays open until its queue has drained
+		}
+	})
+}
+
+// kick asks for a discovery refresh soon; it never blocks.
+func (w *Watcher) kick() {
+	select {
+	case w.kicks <- struct{}{}:
+	default:
+	}
+}
+
+// refreshLoop reads discovery again when a CRD changes (after a short pause
+// that gathers a burst of changes, and once more a little later, as a new
+// CRD's API can be served a moment after the CRD says Established) and
+// periodically, for aggregated APIs.
+func (w *Watcher) refreshLoop(ctx context.Context) {
+	tick := time.NewTicker(w.refresh)
+	defer tick.Stop()
+	var again <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.kicks:
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			again = time.After(2 * time.Second)
+		case <-again:
+			again = nil
+		case <-tick.C:
+		}
+		w.Refresh()
+	}
+}
+
+// Refresh reads discovery and makes the watched set match it. A resource that
+// appeared is watched from now on, and all of its objects fire add; one that went
+// away stops being watched.
+func (w *Watcher) Refresh() {
+	cat, err := discovery.Load(w.disc)
+	if err != nil {
+		w.log.Warn("discovery failed; keeping the watched set", "err", err)
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.reportFailed(cat, w.cat)
+	w.applyLocked(w.File(), cat, false)
+}
+
+// reportFailed logs the group versions whose discovery failed, once each.
+func (w *Watcher) reportFailed(cat, prev *discovery.Catalog) {
+	for gv, gerr := range cat.Failed {
+		if prev != nil {
+			if _, seen := prev.Failed[gv]; seen {
+				continue
+			}
+		}
+		w.log.Warn("discovery failed for a group version; its resources are not watched until it recovers", "groupVersion", gv.String(), "err", gerr)
+	}
+}
+
+// Reload runs file from now on. Only the difference is applied: informers for
+// resources no longer selected stop, new ones start, and those still needed keep
+// running without listing again; actions whose spec is unchanged keep their
+// queues. The caller has validated file.
+func (w *Watcher) Reload(file *rules.File) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	queues, err := w.buildQueues(file)
+	if err != nil {
+		return err
+	}
+	running := w.queueCtx != nil
+	for name, qr := range w.queues {
+		if queues[name] != qr && running {
+			qr.cancel() // drains for its grace period, then stops
+		}
+	}
+	for name, qr := range queues {
+		if w.queues[name] != qr && running {
+			w.startQueue(qr, file)
+		}
+	}
+	w.queues = queues
+	if file.Config.Defaults.Resync != w.File().Config.Defaults.Resync {
+		w.log.Warn("defaults.resync changed: it applies to informers started from now on")
+	}
+	if w.cat == nil {
+		w.pipe.Store(&pipeline{file: file, queues: queueMap(queues)})
+		return nil
+	}
+	w.applyLocked(file, w.cat, true)
+	w.log.Info("config reloaded", "config", file.Path, "rules", len(file.Rules), "actions", len(file.Config.Actions))
+	return nil
+}
+
+// applyLocked makes the rule index and the watched set match file and cat;
+// w.mu is held. known: see dyninformer.Manager.Set.
+func (w *Watcher) applyLocked(file *rules.File, cat *discovery.Catalog, known bool) {
+	p := Resolve(file, cat)
+	for _, r := range file.Rules {
+		empty := len(p.Rules[r.Name]) == 0
+		if empty && !w.warned[r.Name] {
+			w.log.Warn("rule selects no served resource yet; it fires once one appears", "rule", r.Name)
+		}
+		w.warned[r.Name] = empty
+	}
+	w.cat = cat
+	w.pipe.Store(&pipeline{file: file, index: p.Index, queues: queueMap(w.queues)})
+	w.mgr.Set(p.Watches, known)
 }
 
 // Plan is what a config resolves to against one catalog.
@@ -176,42 +378,29 @@ func Resolve(file *rules.File, cat *discovery.Catalog) *Plan {
 	return p
 }
 
-// apply makes the watched set and the rule index match cat.
-func (w *Watcher) apply(cat *discovery.Catalog) {
-	p := Resolve(w.file, cat)
-	for _, r := range w.file.Rules {
-		if len(p.Rules[r.Name]) == 0 {
-			w.log.Warn("rule selects no served resource yet; it fires once one appears", "rule", r.Name)
-		}
-	}
-	w.mu.Lock()
-	w.index = p.Index
-	w.mu.Unlock()
-	w.mgr.Set(p.Watches)
-}
-
 // handle evaluates one event with the rules of its resource and enqueues a
 // delivery per matching rule and action. It never blocks on an action.
 func (w *Watcher) handle(ev *event.Event) {
+	p := w.pipe.Load()
 	gvr := schema.GroupVersionResource{Group: ev.Resource.Group, Version: ev.Resource.Version, Resource: ev.Resource.Resource}
-	w.mu.RLock()
-	rs := w.index[gvr]
-	w.mu.RUnlock()
 	var prepared *rules.Prepared
-	for _, r := range rs {
+	for _, r := range p.index[gvr] {
 		if !r.Match(ev) {
 			continue
 		}
 		if prepared == nil {
-			prepared = w.file.Prepare(ev)
+			prepared = p.file.Prepare(ev)
 		}
 		d, err := rules.Delivery(r.Payload(prepared), ev.ObjectKey())
 		if err != nil {
 			w.log.Error("encode payload", "id", ev.ID(), "rule", r.Name, "err", err)
 			continue
 		}
+		if w.log.Enabled(context.Background(), slog.LevelDebug) {
+			w.log.Debug("rule matched", "id", d.Payload.ID, "rule", r.Name, "resource", ev.Resource.String(), "namespace", ev.Namespace, "name", ev.Name)
+		}
 		for _, name := range r.Actions {
-			w.queues[name].Enqueue(d)
+			p.queues[name].Enqueue(d)
 		}
 	}
 }

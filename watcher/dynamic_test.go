@@ -1,0 +1,209 @@
+package watcher
+
+import (
+		"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/dynwatch/dynwatch/dyninformer"
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/rules"
+)
+
+// crd returns a namespaced CRD of group with one version v1 and a free-form spec.
+func crd(group, plural, kind string) map[string]any {
+	return map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]any{"name": plural + "." + group},
+		"spec": map[string]any{
+			"group": group,
+			"scope": "Namespaced",
+			"names": map[string]any{"plural": plural, "singular": strings.ToLower(kind), "kind": kind},
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{
+					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+				}},
+			}},
+		},
+	}
+}
+
+// createCRObject creates an object of a CRD that may not be served yet, retrying
+// while the API server still answers 404.
+func createCRObject(t *testing.T, gvr schema.GroupVersionResource, ns, name, kind string) {
+	t.Helper()
+	obj := map[string]any{"apiVersion": gvr.Group + "/" + gvr.Version, "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": map[string]any{"n": int64(1)}}
+	waitUntil(t, "the CRD to be served", 30*time.Second, func() bool {
+		_, err := dyn(t).Resource(gvr).Namespace(ns).Create(t.Context(), unstructuredOf(obj), metav1.CreateOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		return err == nil
+	})
+}
+
+// deleteCRD deletes a CRD and waits until it is gone.
+func deleteCRD(t *testing.T, name string) {
+	t.Helper()
+	if err := dyn(t).Resource(crdGVR).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the CRD to be gone", 60*time.Second, func() bool {
+		_, err := dyn(t).Resource(crdGVR).Get(t.Context(), name, getOpts)
+		return apierrors.IsNotFound(err)
+	})
+}
+
+func watching(w *Watcher, gvr schema.GroupVersionResource) bool {
+	for _, k := range w.Manager().Watches() {
+		if k.GVR == gvr {
+			return true
+		}
+	}
+	return false
+}
+
+// A rule on a glob group watches a CRD installed after start within 10s, every
+// object of it firing add; deleting the CRD stops the informer; re-creating it
+// brings events back.
+func TestCRDInstalledAfterStart(t *testing.T) {
+	ns := namespace(t)
+	gvr := schema.GroupVersionResource{Group: "later.example.com", Version: "v1", Resource: "gadgets"}
+	r := startLive(t, fmt.Sprintf(`
+apiVersion: dynwatch/v1alpha1
+actions: [{name: stdout, log: {}}]
+rules:
+  - name: examples
+    resources: [{group: "*.example.com", resource: "*"}]
+    namespaces: [%s]
+    actions: [stdout]
+`, ns))
+	if !strings.Contains(r.logs.String(), "rule selects no served resource yet") {
+		t.Error("no warning for a rule that selects nothing at start")
+	}
+	for round := range 2 {
+		installed := time.Now()
+		create(t, crdGVR, "", crd(gvr.Group, gvr.Resource, "Gadget"))
+		createCRObject(t, gvr, ns, fmt.Sprint("g", round), "Gadget")
+		name := fmt.Sprint("g", round)
+		got := r.out.waitMatch(t, "the add of "+name, 15*time.Second, func(p event.Payload) bool { return p.Name == name })
+		if d := time.Since(installed); d > 10*time.Second {
+			t.Errorf("round %d: first event %s after the CRD was created, want within 10s", round, d)
+		}
+		if got.Type != event.Add || got.Resource.Group != gvr.Group || got.Resource.Kind != "Gadget" {
+			t.Errorf("round %d: payload %+v", round, got)
+		}
+		deleteCRD(t, gvr.Resource+"."+gvr.Group)
+		waitUntil(t, "the informer to stop", 15*time.Second, func() bool { return !watching(r.w, gvr) })
+	}
+}
+
+// 20 install/delete cycles of a CRD leave the goroutine count where it started.
+func TestCRDCyclesLeakNoGoroutines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 CRD cycles take a while")
+	}
+	ns := namespace(t)
+	gvr := schema.GroupVersionResource{Group: "cycle.example.com", Version: "v1", Resource: "cycles"}
+	r := startLive(t, fmt.Sprintf(`
+apiVersion: dynwatch/v1alpha1
+actions: [{name: stdout, log: {}}]
+rules:
+  - name: cycles
+    resources: [{group: cycle.example.com, resource: cycles}]
+    namespaces: [%s]
+    actions: [stdout]
+`, ns))
+	settle := func() int {
+		// Let goroutines of stopped informers and closed connections finish.
+		time.Sleep(time.Second)
+		runtime.GC()
+		return runtime.NumGoroutine()
+	}
+	cycle := func(i int) {
+		create(t, crdGVR, "", crd(gvr.Group, gvr.Resource, "Cycle"))
+		waitUntil(t, "the informer to start", 15*time.Second, func() bool { return watching(r.w, gvr) && r.w.Manager().HasSynced() })
+		deleteCRD(t, gvr.Resource+"."+gvr.Group)
+		waitUntil(t, "the informer to stop", 15*time.Second, func() bool { return !watching(r.w, gvr) })
+	}
+	cycle(-1) // the first cycle opens connections and caches that later ones reuse
+	base := settle()
+	for i := range 20 {
+		cycle(i)
+	}
+	after := settle()
+	t.Logf("goroutines: %d after one warm-up cycle, %d after 20 more", base, after)
+	if after > base+5 {
+		t.Errorf("goroutines grew from %d to %d over 20 CRD cycles", base, after)
+	}
+	if n := r.w.Manager().Started(); n != 21 {
+		t.Errorf("informers started = %d, want 21", n)
+	}
+}
+
+// A user allowed only ConfigMaps: ConfigMap events are delivered, Secrets are
+// reported as forbidden, once, and do not stop the ConfigMap watch.
+func TestForbiddenResourceDoesNotStopOthers(t *testing.T) {
+	ns := namespace(t)
+	for _, o := range []map[string]any{
+		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": "cm-reader"},
+			"rules": []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps"}, "verbs": []any{"list", "watch"}}}},
+		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": "cm-reader"},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cm-reader"},
+			"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": cmOnlyUser}}},
+	} {
+		gvr := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: strings.ToLower(o["kind"].(string)) + "s"}
+		if _, err := dyn(t).Resource(gvr).Create(t.Context(), unstructuredOf(o), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	cfg := env.UserConfig(cmOnlyToken)
+	file, err := rules.Parse("t.yaml", []byte(fmt.Sprintf(`
+apiVersion: dynwatch/v1alpha1
+actions: [{name: stdout, log: {}}]
+rules:
+  - name: both
+    resources: [{group: "", resource: configmaps}, {group: "", resource: secrets}]
+    namespaces: [%s]
+    actions: [stdout]
+`, ns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, file, dynamic.NewForConfigOrDie(cfg), discovery.NewDiscoveryClientForConfigOrDie(cfg), infoLogs)
+	waitUntil(t, "the forbidden report", 20*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), "reason=Forbidden") && strings.Contains(r.logs.String(), "secrets.v1 in namespace "+ns)
+	})
+	create(t, cmGVR, ns, configMap(ns, "visible", map[string]any{"a": "b"}))
+	create(t, secretGVR, ns, map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "hidden"}})
+	got := r.out.wait(t, 1, eventWait)
+	if got[0].Name != "visible" || got[0].Resource.Resource != "configmaps" {
+		t.Errorf("payload = %+v", got[0])
+	}
+	time.Sleep(3 * time.Second) // several retries of the forbidden watch
+	logs := r.logs.String()
+	if n := strings.Count(logs, "cannot watch resource; retrying with backoff\" resource=\"secrets"); n != 1 {
+		t.Errorf("forbidden reported %d times, want once:\n%s", n, logs)
+	}
+	unsynced := r.w.Manager().Unsynced()
+	key := dyninformer.Key{GVR: secretGVR, Namespace: ns}
+	if err, ok := unsynced[key]; !ok || !apierrors.IsForbidden(err) {
+		t.Errorf("unsynced = %v, want secrets forbidden", unsynced)
+	}
+	if len(r.out.snapshot()) != 1 {
+		t.Errorf("payloads = %+v", r.out.snapshot())
+	}
+}
+
+var secretGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
