@@ -25,6 +25,8 @@ import (
 type File struct {
 	// Path is the file the config was read from.
 	Path string
+	// Source is the file's content, to tell whether the file changed since.
+	Source []byte
 	// Config is the decoded tree with defaults applied.
 	Config *Config
 	// Rules are the compiled rules, in file order.
@@ -89,7 +91,7 @@ func Parse(name string, data []byte) (*File, error) {
 	}
 	cfg := &Config{}
 	d.decode(&doc, reflectValue(cfg), "")
-	c := &compiler{decoder: d, cfg: cfg, file: &File{Path: name, Config: cfg}}
+	c := &compiler{decoder: d, cfg: cfg, file: &File{Path: name, Source: data, Config: cfg}}
 	c.validate()
 	if len(d.problems) > 0 {
 		slices.SortStableFunc(d.problems, func(a, b Problem) int { return a.Line - b.Line })

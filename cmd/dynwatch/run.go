@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -15,12 +16,14 @@ import (
 func cmdRun(ctx context.Context, e *env, args []string) int {
 	fs := flagSet(e, "run", "--config FILE [flags]",
 		"Watches the resources the config's rules select and delivers matching events to their actions.\n"+
-			"Stops cleanly on SIGINT or SIGTERM, draining the action queues for up to shutdownGrace.")
+			"Stops cleanly on SIGINT or SIGTERM, draining the action queues for up to shutdownGrace.\n"+
+			"SIGHUP, or a change of the file, reloads the config; an invalid one is logged and the old one keeps running.")
 	var kf kubeFlags
 	var lf logFlags
 	kf.register(fs)
 	lf.register(fs)
-	config := fs.String("config", "", "the config file (required)")
+	config := fs.String("config", "", "the config file (required); reloaded on SIGHUP and when its content changes")
+	reloadEvery := fs.Duration("config-check-interval", 2*time.Second, "how often the config file is checked for changes")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -49,10 +52,17 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		log.Error("cannot build actions", "err", err)
 		return exitFailure
 	}
-	ctx, _, stop := signalContext(ctx, e)
+	ctx, hup, stop := signalContext(ctx, e)
 	defer stop()
 	log.Info("dynwatch started", "config", *config, "rules", len(file.Rules), "actions", len(file.Config.Actions))
-	if err := w.Run(ctx); err != nil {
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		w.FollowConfig(ctx, *config, *reloadEvery, hup)
+	}()
+	err = w.Run(ctx)
+	<-followed
+	if err != nil {
 		log.Error("dynwatch stopped", "err", err)
 		return exitFailure
 	}

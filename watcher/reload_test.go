@@ -1,0 +1,102 @@
+package watcher
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynwatch/dynwatch/event"
+)
+
+func TestReload(t *testing.T) {
+	ns := namespace(t)
+	base := fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+actions: [{name: stdout, log: {}}]
+rules:
+  - name: cms
+    resources: [{group: "", resource: configmaps}]
+    namespaces: [%s]
+    actions: [stdout]
+`, ns)
+	withSecrets := base + fmt.Sprintf(`  - name: secrets
+    resources: [{group: "", resource: secrets}]
+    namespaces: [%s]
+    actions: [stdout]
+`, ns)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(base)
+	r := start(t, base)
+	create(t, cmGVR, ns, configMap(ns, "before", nil))
+	r.out.wait(t, 1, eventWait)
+	cmWatch := "/api/v1/namespaces/" + ns + "/configmaps"
+	started := r.w.Manager().Started()
+
+	// The file changes: FollowConfig notices and adds the secrets rule.
+	follow := func(interval time.Duration, hup chan struct{}) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { r.w.FollowConfig(ctx, path, interval, hup); close(done) }()
+		return func() { cancel(); <-done }
+	}
+	stopFollowing := follow(50*time.Millisecond, nil)
+	write(withSecrets)
+	waitUntil(t, "the secrets watch to start", 10*time.Second, func() bool { return watching(r.w, secretGVR) })
+	waitUntil(t, "the secrets informer to sync", 10*time.Second, r.w.Manager().HasSynced)
+	if n := r.w.Manager().Started() - started; n != 1 {
+		t.Errorf("the reload started %d informers, want 1 (secrets only)", n)
+	}
+	if n := r.watches.get(cmWatch); n != 1 {
+		t.Errorf("configmaps watched %d times, want once: the reload restarted it", n)
+	}
+	create(t, secretGVR, ns, map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s1"}})
+	create(t, cmGVR, ns, configMap(ns, "after", nil))
+	r.out.wait(t, 3, eventWait)
+	time.Sleep(500 * time.Millisecond)
+	names := map[string]int{}
+	for _, p := range r.out.snapshot() {
+		names[p.Rule+"/"+p.Name]++
+	}
+	want := map[string]int{"cms/before": 1, "secrets/s1": 1, "cms/after": 1}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("events = %v, want %v (no duplicates of objects already seen)", names, want)
+	}
+
+	// A bad file: every problem logged, the running config stays.
+	running := r.w.File()
+	write(strings.Replace(withSecrets, "op: x", "", 1) + "    when: [{path: a, op: gtt, value: 1}]\n  - {name: cms}\n")
+	waitUntil(t, "the invalid config to be reported", 10*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), "config not reloaded: the running config stays")
+	})
+	logs := r.logs.String()
+	for _, want := range []string{`unknown operator \"gtt\"`, "field=rules[1].when[0].op", "field=rules[2].name", "duplicate rule name"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %s", want)
+		}
+	}
+	if r.w.File() != running || !watching(r.w, secretGVR) {
+		t.Error("an invalid config replaced the running one")
+	}
+	create(t, cmGVR, ns, configMap(ns, "still", nil))
+	r.out.waitMatch(t, "the event of a ConfigMap after the bad reload", eventWait, func(p event.Payload) bool { return p.Name == "still" })
+
+	// SIGHUP with the rule removed: its informer stops, the other stays.
+	write(base)
+	stopFollowing()
+	hup := make(chan struct{}, 1)
+	defer follow(time.Hour, hup)()
+	hup <- struct{}{}
+	waitUntil(t, "the secrets watch to stop", 10*time.Second, func() bool { return !watching(r.w, secretGVR) })
+	if !watching(r.w, cmGVR) || r.watches.get(cmWatch) != 1 {
+		t.Error("the configmaps informer was stopped or restarted")
+	}
+}
