@@ -27,8 +27,12 @@ type Resource struct {
 	Namespaced bool   `json:"namespaced"`
 }
 
-// String returns resource.version.group, as kubectl spells it ("configmaps.v1." for core).
+// String returns resource.version.group, as kubectl spells it ("configmaps.v1"
+// for the core group).
 func (r Resource) String() string {
+	if r.Group == "" {
+		return r.Resource + "." + r.Version
+	}
 	return r.Resource + "." + r.Version + "." + r.Group
 }
 

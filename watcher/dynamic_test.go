@@ -1,7 +1,7 @@
 package watcher
 
 import (
-		"fmt"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"

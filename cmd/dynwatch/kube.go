@@ -2,11 +2,15 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	dwdiscovery "github.com/dynwatch/dynwatch/discovery"
 )
 
 // restConfig loads the client config the way kubectl does: --kubeconfig, then
@@ -26,19 +30,38 @@ func (k *kubeFlags) restConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// clients returns a dynamic and a discovery client.
-func (k *kubeFlags) clients() (dynamic.Interface, discovery.DiscoveryInterface, error) {
+// conn holds the clients of one cluster.
+type conn struct {
+	dyn   dynamic.Interface
+	disc  discovery.DiscoveryInterface
+	typed kubernetes.Interface
+}
+
+// connect builds every client a command may need.
+func (k *kubeFlags) connect() (*conn, error) {
 	cfg, err := k.restConfig()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	c := &conn{}
+	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.typed, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	c.disc = c.typed.Discovery()
+	return c, nil
+}
+
+// catalog reads discovery, warning on stderr about group versions that failed.
+func (c *conn) catalog(stderr io.Writer) (*dwdiscovery.Catalog, error) {
+	cat, err := dwdiscovery.Load(c.disc)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, nil, err
+	for gv, gerr := range cat.Failed {
+		fmt.Fprintf(stderr, "dynwatch: warning: discovery failed for %s, its resources are left out: %v\n", gv, gerr)
 	}
-	return dyn, disc, nil
+	return cat, nil
 }

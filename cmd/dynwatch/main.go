@@ -41,6 +41,7 @@ func commands() []command {
 		{"run", "watch the cluster and deliver events as the config says", cmdRun},
 		{"check", "validate a config file, printing every problem", cmdCheck},
 		{"resources", "list the resources discovery sees", cmdResources},
+		{"rbac", "print the least-privilege RBAC a config needs", cmdRBAC},
 		{"version", "print version information", cmdVersion},
 	}
 }

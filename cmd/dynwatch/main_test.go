@@ -45,7 +45,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "build dynwatch: %v\n%s", err, out)
 		return 1
 	}
-	cp, err = testenv.Start(testenv.Options{})
+	cp, err = testenv.Start(testenv.Options{Users: []testenv.User{{Name: cmOnlyUser, Token: cmOnlyToken}}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -27,18 +27,15 @@ func cmdResources(_ context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "dynwatch resources: -o: want table or json, got %q\n", *output)
 		return exitUsage
 	}
-	_, disc, err := kf.clients()
+	c, err := kf.connect()
 	if err != nil {
 		fmt.Fprintln(e.stderr, "dynwatch resources:", err)
 		return exitFailure
 	}
-	cat, err := discovery.Load(disc)
+	cat, err := c.catalog(e.stderr)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "dynwatch resources:", err)
 		return exitFailure
-	}
-	for gv, gerr := range cat.Failed {
-		fmt.Fprintf(e.stderr, "dynwatch resources: warning: %s not listed: %v\n", gv, gerr)
 	}
 	list := cat.Resources
 	if *group != "" {

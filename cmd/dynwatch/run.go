@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/klog/v2"
 
+	"github.com/dynwatch/dynwatch/discovery"
+	"github.com/dynwatch/dynwatch/rbac"
 	"github.com/dynwatch/dynwatch/rules"
 	"github.com/dynwatch/dynwatch/watcher"
 )
@@ -42,12 +46,12 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	if file == nil {
 		return code
 	}
-	dyn, disc, err := kf.clients()
+	c, err := kf.connect()
 	if err != nil {
 		log.Error("cannot reach the cluster", "err", err)
 		return exitFailure
 	}
-	w, err := watcher.New(file, dyn, disc, watcher.Options{Logger: log, Stdout: e.stdout})
+	w, err := watcher.New(file, c.dyn, c.disc, watcher.Options{Logger: log, Stdout: e.stdout})
 	if err != nil {
 		log.Error("cannot build actions", "err", err)
 		return exitFailure
@@ -92,11 +96,16 @@ func loadConfig(stderr io.Writer, path string) (*rules.File, int) {
 	return file, exitOK
 }
 
-func cmdCheck(_ context.Context, e *env, args []string) int {
-	fs := flagSet(e, "check", "--config FILE",
+func cmdCheck(ctx context.Context, e *env, args []string) int {
+	fs := flagSet(e, "check", "--config FILE [--cluster]",
 		"Validates a config file offline and prints every problem as FILE:LINE: FIELD.PATH: message.\n"+
-			"Exits 0 when the file is valid and 2 when it is not.")
+			"With --cluster, also resolves each rule's selectors through discovery, prints the resources\n"+
+			"each rule will watch, and checks list and watch permission on each (SelfSubjectAccessReview).\n"+
+			"Exits 0 when all is well, 1 when a rule selects nothing or lacks permission, 2 on an invalid file.")
+	var kf kubeFlags
+	kf.register(fs)
 	config := fs.String("config", "", "the config file (required)")
+	cluster := fs.Bool("cluster", false, "also check the config against the cluster")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -110,5 +119,73 @@ func cmdCheck(_ context.Context, e *env, args []string) int {
 		return code
 	}
 	fmt.Fprintf(e.stdout, "%s: ok: %d rule(s), %d action(s)\n", *config, len(file.Rules), len(file.Config.Actions))
+	if !*cluster {
+		return exitOK
+	}
+	c, err := kf.connect()
+	if err != nil {
+		fmt.Fprintln(e.stderr, "dynwatch check:", err)
+		return exitFailure
+	}
+	cat, err := c.catalog(e.stderr)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "dynwatch check:", err)
+		return exitFailure
+	}
+	ok, err := rbac.CheckAccess(ctx, e.stdout, c.typed.AuthorizationV1(), file, cat)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "dynwatch check:", err)
+		return exitFailure
+	}
+	if !ok {
+		fmt.Fprintln(e.stderr, "dynwatch check: some rules select nothing or lack permission (see above)")
+		return exitFailure
+	}
+	return exitOK
+}
+
+func cmdRBAC(_ context.Context, e *env, args []string) int {
+	fs := flagSet(e, "rbac", "--config FILE [--cluster] [--service-account NAMESPACE/NAME]",
+		"Prints the least-privilege RBAC the config needs: list and watch only, on exactly the resources\n"+
+			"it selects; a ClusterRole where a rule watches all namespaces or a cluster-scoped resource,\n"+
+			"a Role per namespace where rules name namespaces, and their bindings. Without --cluster each\n"+
+			"selector must give group and resource exactly; with it, globs and kinds are resolved through discovery.")
+	var kf kubeFlags
+	kf.register(fs)
+	config := fs.String("config", "", "the config file (required)")
+	cluster := fs.Bool("cluster", false, "resolve selectors through discovery")
+	saFlag := fs.String("service-account", "dynwatch/dynwatch", "the ServiceAccount the roles are bound to, as NAMESPACE/NAME")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	ns, name, found := strings.Cut(*saFlag, "/")
+	if *config == "" || fs.NArg() > 0 || !found || ns == "" || name == "" {
+		fmt.Fprintln(e.stderr, "dynwatch rbac: --config FILE is required, --service-account is NAMESPACE/NAME, and no arguments are taken")
+		fs.Usage()
+		return exitUsage
+	}
+	file, code := loadConfig(e.stderr, *config)
+	if file == nil {
+		return code
+	}
+	var cat *discovery.Catalog
+	if *cluster {
+		c, err := kf.connect()
+		if err == nil {
+			cat, err = c.catalog(e.stderr)
+		}
+		if err != nil {
+			fmt.Fprintln(e.stderr, "dynwatch rbac:", err)
+			return exitFailure
+		}
+	}
+	grants, err := rbac.Grants(file, cat)
+	if err != nil {
+		fmt.Fprintln(e.stderr, err)
+		return exitUsage
+	}
+	if err := rbac.WriteYAML(e.stdout, grants, rbac.ServiceAccount{Namespace: ns, Name: name}, filepath.Base(*config)); err != nil {
+		return exitFailure
+	}
 	return exitOK
 }

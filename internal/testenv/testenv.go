@@ -170,9 +170,15 @@ func (e *Env) UserConfig(token string) *rest.Config {
 
 // WriteKubeconfig writes a kubeconfig for the user with token to path.
 func (e *Env) WriteKubeconfig(path, token string) error {
+	return e.WriteKubeconfigAs(path, token, "")
+}
+
+// WriteKubeconfigAs writes a kubeconfig for the user with token, impersonating
+// as (e.g. system:serviceaccount:NS:NAME) when it is not empty.
+func (e *Env) WriteKubeconfigAs(path, token, as string) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["testenv"] = &clientcmdapi.Cluster{Server: e.URL, CertificateAuthorityData: e.caData}
-	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: token, Impersonate: as}
 	cfg.Contexts["testenv"] = &clientcmdapi.Context{Cluster: "testenv", AuthInfo: "user", Namespace: "default"}
 	cfg.CurrentContext = "testenv"
 	return clientcmd.WriteToFile(*cfg, path)

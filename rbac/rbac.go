@@ -1,0 +1,208 @@
+// Package rbac works out the least privilege a config needs — list and watch on
+// exactly the resources it selects, cluster-wide or per namespace — prints it as
+// RBAC YAML, and checks it against a cluster with SelfSubjectAccessReviews.
+package rbac
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+
+	"github.com/dynwatch/dynwatch/discovery"
+	"github.com/dynwatch/dynwatch/rules"
+	"github.com/dynwatch/dynwatch/watcher"
+)
+
+// Verbs are the only verbs dynwatch needs.
+var Verbs = []string{"list", "watch"}
+
+// Grant is list and watch on one resource, in one namespace or ("") cluster-wide.
+type Grant struct {
+	Group     string
+	Resource  string
+	Namespace string
+}
+
+// Grants returns what file needs. With a catalog, selectors (globs and kinds
+// included) are resolved through it; without one, each selector must name its
+// group and resource exactly, and the ones that do not are returned as errors.
+func Grants(file *rules.File, cat *discovery.Catalog) ([]Grant, error) {
+	set := map[Grant]bool{}
+	var errs []string
+	add := func(r *rules.Rule, group, resource string, namespaced bool) {
+		if r.Namespaces == nil || !namespaced {
+			set[Grant{Group: group, Resource: resource}] = true
+			return
+		}
+		for _, ns := range r.Namespaces {
+			set[Grant{Group: group, Resource: resource, Namespace: ns}] = true
+		}
+	}
+	var plan *watcher.Plan
+	if cat != nil {
+		plan = watcher.Resolve(file, cat)
+	}
+	for _, r := range file.Rules {
+		if plan != nil {
+			for _, res := range plan.Rules[r.Name] {
+				add(r, res.Group, res.Resource, res.Namespaced)
+			}
+			continue
+		}
+		for _, s := range r.Selectors {
+			if !s.GroupSet || s.Resource == "" || hasGlob(s.Group) || hasGlob(s.Resource) {
+				errs = append(errs, fmt.Sprintf("rule %s: selector %s needs discovery to resolve (give group and resource exactly, or use --cluster)", r.Name, s))
+				continue
+			}
+			add(r, s.Group, s.Resource, true)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	grants := make([]Grant, 0, len(set))
+	for g := range set {
+		grants = append(grants, g)
+	}
+	slices.SortFunc(grants, func(a, b Grant) int {
+		return strings.Compare(a.Namespace+"\x00"+a.Group+"\x00"+a.Resource, b.Namespace+"\x00"+b.Group+"\x00"+b.Resource)
+	})
+	return grants, nil
+}
+
+func hasGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
+
+// ServiceAccount is who the bindings bind.
+type ServiceAccount struct {
+	Namespace, Name string
+}
+
+// WriteYAML writes a ClusterRole for the cluster-wide grants, a Role per
+// namespace for the others, and their bindings to sa. The ClusterRole also lets
+// dynwatch follow CRDs, so that new ones are watched without a restart.
+func WriteYAML(w io.Writer, grants []Grant, sa ServiceAccount, source string) error {
+	byNS := map[string][]Grant{}
+	var nss []string
+	for _, g := range grants {
+		if g.Namespace != "" && byNS[g.Namespace] == nil {
+			nss = append(nss, g.Namespace)
+		}
+		byNS[g.Namespace] = append(byNS[g.Namespace], g)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Least privilege for dynwatch with %s: list and watch only.\n", source)
+	fmt.Fprint(&b, "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: dynwatch\nrules:\n")
+	writeRules(&b, byNS[""])
+	fmt.Fprint(&b, "  # Lets dynwatch see CRDs come and go, so it watches new ones without a restart;\n")
+	fmt.Fprint(&b, "  # without it, new CRDs are found by the periodic discovery refresh.\n")
+	fmt.Fprint(&b, "  - apiGroups: [apiextensions.k8s.io]\n    resources: [customresourcedefinitions]\n    verbs: [list, watch]\n")
+	fmt.Fprintf(&b, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: dynwatch\n"+
+		"roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: dynwatch\n"+
+		"subjects:\n  - kind: ServiceAccount\n    namespace: %s\n    name: %s\n", sa.Namespace, sa.Name)
+	for _, ns := range nss {
+		fmt.Fprintf(&b, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: dynwatch\n  namespace: %s\nrules:\n", ns)
+		writeRules(&b, byNS[ns])
+		fmt.Fprintf(&b, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: dynwatch\n  namespace: %s\n"+
+			"roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: dynwatch\n"+
+			"subjects:\n  - kind: ServiceAccount\n    namespace: %s\n    name: %s\n", ns, sa.Namespace, sa.Name)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeRules writes one policy rule per API group, with its resources sorted.
+func writeRules(b *strings.Builder, grants []Grant) {
+	byGroup := map[string][]string{}
+	var groups []string
+	for _, g := range grants {
+		if byGroup[g.Group] == nil {
+			groups = append(groups, g.Group)
+		}
+		byGroup[g.Group] = append(byGroup[g.Group], g.Resource)
+	}
+	slices.Sort(groups)
+	for _, g := range groups {
+		res := byGroup[g]
+		slices.Sort(res)
+		fmt.Fprintf(b, "  - apiGroups: [%q]\n    resources: [%s]\n    verbs: [%s]\n", g, strings.Join(res, ", "), strings.Join(Verbs, ", "))
+	}
+}
+
+// CheckAccess writes, for each rule, the resources it resolves to and whether
+// list and watch are allowed on each in each namespace it watches. ok is false
+// when a rule resolves to nothing or lacks a permission.
+func CheckAccess(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectAccessReviewsGetter, file *rules.File, cat *discovery.Catalog) (ok bool, err error) {
+	ok = true
+	plan := watcher.Resolve(file, cat)
+	for _, r := range file.Rules {
+		resolved := plan.Rules[r.Name]
+		if len(resolved) == 0 {
+			fmt.Fprintf(w, "rule %s: FAIL: selects no served resource (%s)\n", r.Name, selectorsString(r))
+			ok = false
+			continue
+		}
+		fmt.Fprintf(w, "rule %s:\n", r.Name)
+		for _, sel := range r.Selectors {
+			if len(cat.Resolve(sel)) == 0 {
+				fmt.Fprintf(w, "  warning: selector %s matches no served resource\n", sel)
+			}
+		}
+		for _, res := range resolved {
+			nss := r.Namespaces
+			if nss == nil || !res.Namespaced {
+				nss = []string{""}
+			}
+			for _, ns := range nss {
+				where := "all namespaces"
+				if !res.Namespaced {
+					where = "cluster-scoped"
+				} else if ns != "" {
+					where = "namespace " + ns
+				}
+				var verdicts []string
+				for _, verb := range Verbs {
+					allowed, reason, err := allowedTo(ctx, ssar, verb, res, ns)
+					if err != nil {
+						return false, fmt.Errorf("access review for %s %s: %w", verb, res.Resource, err)
+					}
+					v := verb + " allowed"
+					if !allowed {
+						ok = false
+						v = verb + " DENIED"
+						if reason != "" {
+							v += " (" + reason + ")"
+						}
+					}
+					verdicts = append(verdicts, v)
+				}
+				fmt.Fprintf(w, "  %s (%s): %s\n", res.Ref().String(), where, strings.Join(verdicts, ", "))
+			}
+		}
+	}
+	return ok, nil
+}
+
+func selectorsString(r *rules.Rule) string {
+	var parts []string
+	for _, s := range r.Selectors {
+		parts = append(parts, s.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+func allowedTo(ctx context.Context, ssar authzclient.SelfSubjectAccessReviewsGetter, verb string, res discovery.Resource, ns string) (bool, string, error) {
+	review := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authzv1.ResourceAttributes{Verb: verb, Group: res.Group, Version: res.Version, Resource: res.Resource, Namespace: ns},
+	}}
+	got, err := ssar.SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		return false, "", err
+	}
+	return got.Status.Allowed, got.Status.Reason, nil
+}
