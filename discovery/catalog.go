@@ -23,6 +23,7 @@ type Resource struct {
 	Version    string   `json:"version"`
 	Resource   string   `json:"resource"`
 	Kind       string   `json:"kind"`
+	Singular   string   `json:"-"`
 	Namespaced bool     `json:"namespaced"`
 	Verbs      []string `json:"verbs"`
 	ShortNames []string `json:"shortNames"`
@@ -95,12 +96,20 @@ func fromAPIResource(gv schema.GroupVersion, ar metav1.APIResource, preferred bo
 		Version:    gv.Version,
 		Resource:   ar.Name,
 		Kind:       ar.Kind,
+		Singular:   singular(ar),
 		Namespaced: ar.Namespaced,
 		Verbs:      append([]string{}, ar.Verbs...),
 		ShortNames: append([]string{}, ar.ShortNames...),
 		Categories: append([]string{}, ar.Categories...),
 		Preferred:  preferred,
 	}
+}
+
+func singular(ar metav1.APIResource) string {
+	if ar.SingularName != "" {
+		return ar.SingularName
+	}
+	return strings.ToLower(ar.Kind)
 }
 
 func (c *Catalog) sort() {

@@ -438,3 +438,19 @@ func (c *compiler) compileRule(p string, rs *RuleSpec) *Rule {
 	}
 	return r
 }
+
+// CompileRule compiles one rule outside a config file, for commands that build
+// rules from flags (tail). Actions are not checked; onStart diff is not allowed.
+func CompileRule(rs RuleSpec) (*Rule, error) {
+	d := &decoder{file: "rule", lines: map[string]int{}}
+	cfg := &Config{}
+	for _, a := range rs.Actions {
+		cfg.Actions = append(cfg.Actions, ActionSpec{Name: a, Log: &LogSpec{}})
+	}
+	c := &compiler{decoder: d, cfg: cfg, file: &File{Config: cfg}}
+	r := c.compileRule("", &rs)
+	if len(d.problems) > 0 {
+		return nil, d.problems
+	}
+	return r, nil
+}

@@ -74,10 +74,20 @@ func (r *Rule) Paths() []string {
 // Match decides whether the event fires the rule. The caller has already checked
 // that the rule selects the event's resource.
 func (r *Rule) Match(ev *event.Event) bool {
-	if r.on&onBits[ev.Type] == 0 || !r.InNamespace(ev.Namespace) {
+	if r.on&onBits[ev.Type] == 0 {
 		return false
 	}
 	if ev.Initial && r.OnStart != OnStartAll {
+		return false
+	}
+	return r.Holds(ev) && r.ChangedHolds(ev)
+}
+
+// Holds reports whether the event's object is in the rule's namespaces, matches
+// its label selector and satisfies every condition: what audit asks of the
+// objects that exist now, whatever the event type.
+func (r *Rule) Holds(ev *event.Event) bool {
+	if !r.InNamespace(ev.Namespace) {
 		return false
 	}
 	if !r.LabelSelector.Empty() && !r.LabelSelector.Matches(objectLabels(ev.Object)) {
@@ -88,15 +98,33 @@ func (r *Rule) Match(ev *event.Event) bool {
 			return false
 		}
 	}
-	if ev.Type == event.Update && len(r.changed) > 0 {
-		for _, p := range r.changed {
-			if gjson.GetBytes(ev.Object, p).Raw != gjson.GetBytes(ev.OldObject, p).Raw {
-				return true
-			}
-		}
-		return false
-	}
 	return true
+}
+
+// ChangedHolds reports whether an update changed a value at one of the rule's
+// changed paths; it holds for every other event, and when the rule has none.
+func (r *Rule) ChangedHolds(ev *event.Event) bool {
+	if ev.Type != event.Update || len(r.changed) == 0 {
+		return true
+	}
+	for _, p := range r.changed {
+		if gjson.GetBytes(ev.Object, p).Raw != gjson.GetBytes(ev.OldObject, p).Raw {
+			return true
+		}
+	}
+	return false
+}
+
+// Changed returns the rule's changed paths.
+func (r *Rule) Changed() []string { return r.changed }
+
+// FieldNames returns the names of the rule's fields, sorted.
+func (r *Rule) FieldNames() []string {
+	names := make([]string, len(r.fields))
+	for i, f := range r.fields {
+		names[i] = f.name
+	}
+	return names
 }
 
 func objectLabels(obj []byte) labels.Set {
@@ -142,11 +170,15 @@ type Prepared struct {
 }
 
 // Prepare redacts the event's objects and, for updates, computes the changed paths.
-func (f *File) Prepare(ev *event.Event) *Prepared {
+func (f *File) Prepare(ev *event.Event) *Prepared { return Prepare(f.Redactor, ev) }
+
+// Prepare redacts the event's objects with red and, for updates, computes the
+// changed paths.
+func Prepare(red *Redactor, ev *event.Event) *Prepared {
 	p := &Prepared{
 		Event:     ev,
-		Object:    f.Redactor.Redact(ev.Resource, ev.Object),
-		OldObject: f.Redactor.Redact(ev.Resource, ev.OldObject),
+		Object:    red.Redact(ev.Resource, ev.Object),
+		OldObject: red.Redact(ev.Resource, ev.OldObject),
 	}
 	if ev.Type == event.Update {
 		p.Changed = ChangedPaths(ev.OldObject, ev.Object)

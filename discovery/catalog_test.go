@@ -1,0 +1,95 @@
+package discovery
+
+import (
+	"strings"
+	"testing"
+)
+
+var lw = []string{"get", "list", "watch"}
+
+func testCatalog() *Catalog {
+	c := &Catalog{Resources: []Resource{
+		{Group: "", Version: "v1", Resource: "configmaps", Singular: "configmap", Kind: "ConfigMap", Namespaced: true, Verbs: lw, ShortNames: []string{"cm"}, Preferred: true},
+		{Group: "", Version: "v1", Resource: "events", Singular: "event", Kind: "Event", Namespaced: true, Verbs: lw, ShortNames: []string{"ev"}, Preferred: true},
+		{Group: "", Version: "v1", Resource: "bindings", Singular: "binding", Kind: "Binding", Namespaced: true, Verbs: []string{"create"}, Preferred: true},
+		{Group: "events.k8s.io", Version: "v1", Resource: "events", Singular: "event", Kind: "Event", Namespaced: true, Verbs: lw, ShortNames: []string{"ev"}, Preferred: true},
+		{Group: "apps", Version: "v1", Resource: "deployments", Singular: "deployment", Kind: "Deployment", Namespaced: true, Verbs: lw, ShortNames: []string{"deploy"}, Preferred: true},
+		{Group: "test.example.com", Version: "v2", Resource: "widgets", Singular: "widget", Kind: "Widget", Namespaced: true, Verbs: lw, ShortNames: []string{"wg"}, Preferred: true},
+		{Group: "test.example.com", Version: "v1", Resource: "widgets", Singular: "widget", Kind: "Widget", Namespaced: true, Verbs: lw, ShortNames: []string{"wg"}},
+		{Group: "other.example.org", Version: "v1", Resource: "gizmos", Singular: "gizmo", Kind: "Gizmo", Namespaced: false, Verbs: lw, Preferred: true},
+	}}
+	c.sort()
+	return c
+}
+
+func TestSelectorMatches(t *testing.T) {
+	c := testCatalog()
+	tests := []struct {
+		name string
+		sel  Selector
+		want string
+	}{
+		{"core group only", Selector{GroupSet: true, Group: "", Resource: "events"}, "events.v1"},
+		{"any group", Selector{Resource: "events"}, "events.v1 events.v1.events.k8s.io"},
+		{"kind", Selector{Kind: "Deployment"}, "deployments.v1.apps"},
+		{"glob group", Selector{GroupSet: true, Group: "*.example.com", Resource: "*"}, "widgets.v2.test.example.com"},
+		{"preferred version by default", Selector{Resource: "widgets"}, "widgets.v2.test.example.com"},
+		{"pinned version", Selector{Resource: "widgets", Version: "v1"}, "widgets.v1.test.example.com"},
+		{"version glob", Selector{Resource: "widgets", Version: "*"}, "widgets.v2.test.example.com widgets.v1.test.example.com"},
+		{"no list and watch, never selected", Selector{Resource: "bindings"}, ""},
+		{"resource glob", Selector{GroupSet: true, Group: "", Resource: "config*"}, "configmaps.v1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, r := range c.Resolve(tt.sel) {
+				got = append(got, r.Ref().String())
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("Resolve(%s) = %v, want %s", tt.sel, got, tt.want)
+			}
+		})
+	}
+	if err := (Selector{Resource: "[x"}).Validate(); err == nil {
+		t.Error("a malformed glob validates")
+	}
+	if err := (Selector{Group: "apps", GroupSet: true}).Validate(); err == nil {
+		t.Error("a selector with neither resource nor kind validates")
+	}
+}
+
+func TestFind(t *testing.T) {
+	c := testCatalog()
+	tests := []struct {
+		name, want, err string
+	}{
+		{"configmaps", "configmaps.v1", ""},
+		{"configmap", "configmaps.v1", ""},
+		{"ConfigMap", "configmaps.v1", ""},
+		{"cm", "configmaps.v1", ""},
+		{"wg", "widgets.v2.test.example.com", ""},
+		{"widget", "widgets.v2.test.example.com", ""},
+		{"widgets.test.example.com", "widgets.v2.test.example.com", ""},
+		{"widgets.v1.test.example.com", "widgets.v1.test.example.com", ""},
+		{"events.events.k8s.io", "events.v1.events.k8s.io", ""},
+		{"gizmo", "gizmos.v1.other.example.org", ""},
+		{"events", "", `resource "events" is ambiguous: it could be events, events.events.k8s.io`},
+		{"ev", "", "ambiguous"},
+		{"widgts", "", `unknown resource "widgts" (did you mean widgets.test.example.com?)`},
+		{"bindings", "", "unknown resource"},
+		{"widgets.nowhere.io", "", "unknown resource"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := c.Find(tt.name)
+			switch {
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Errorf("Find(%q) error = %v, want %q", tt.name, err, tt.err)
+			case tt.err == "" && err != nil:
+				t.Errorf("Find(%q): %v", tt.name, err)
+			case tt.err == "" && r.Ref().String() != tt.want:
+				t.Errorf("Find(%q) = %s, want %s", tt.name, r.Ref().String(), tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,113 @@
+package discovery
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Name spells a resource the way kubectl accepts it: resource.group, or the
+// resource alone for the core group.
+func (r Resource) Name() string {
+	if r.Group == "" {
+		return r.Resource
+	}
+	return r.Resource + "." + r.Group
+}
+
+// Find resolves a resource name the way kubectl does: plural, singular, kind or
+// short name (case-insensitive), optionally followed by .group or
+// .version.group. Without a version, the group's preferred version is used. A
+// name that fits resources of several groups is an error that lists them, as is
+// a name that fits none (with the closest names).
+func (c *Catalog) Find(name string) (Resource, error) {
+	name = strings.ToLower(strings.TrimSpace(name))
+	if name == "" {
+		return Resource{}, fmt.Errorf("empty resource name")
+	}
+	type query struct{ res, version, group string }
+	queries := []query{{res: name, group: "*"}}
+	if head, rest, ok := strings.Cut(name, "."); ok {
+		queries = append(queries, query{res: head, group: rest})
+		if v, g, ok := strings.Cut(rest, "."); ok && looksLikeVersion(v) {
+			queries = append(queries, query{res: head, version: v, group: g})
+		}
+	}
+	var found []Resource
+	for _, r := range c.Resources {
+		if !r.Watchable() {
+			continue
+		}
+		for _, q := range queries {
+			if (q.group != "*" && q.group != r.Group) || !nameFits(q.res, r) {
+				continue
+			}
+			if (q.version == "" && !r.Preferred) || (q.version != "" && q.version != r.Version) {
+				continue
+			}
+			if !slices.ContainsFunc(found, func(f Resource) bool { return f.GVR() == r.GVR() }) {
+				found = append(found, r)
+			}
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return Resource{}, fmt.Errorf("unknown resource %q%s", name, c.suggest(name))
+	}
+	var names []string
+	for _, r := range found {
+		names = append(names, r.Name())
+	}
+	return Resource{}, fmt.Errorf("resource %q is ambiguous: it could be %s (give one of these names)", name, strings.Join(names, ", "))
+}
+
+func nameFits(n string, r Resource) bool {
+	return n == r.Resource || n == r.Singular || n == strings.ToLower(r.Kind) || slices.Contains(r.ShortNames, n)
+}
+
+func looksLikeVersion(s string) bool {
+	return len(s) > 1 && s[0] == 'v' && s[1] >= '0' && s[1] <= '9'
+}
+
+// suggest lists served resources whose names are close to name.
+func (c *Catalog) suggest(name string) string {
+	head, _, _ := strings.Cut(name, ".")
+	var close []string
+	for _, r := range c.Resources {
+		if !r.Preferred || !r.Watchable() {
+			continue
+		}
+		if editDistance(head, r.Resource) <= 2 || editDistance(head, r.Singular) <= 2 || (len(head) >= 4 && strings.HasPrefix(r.Resource, head)) {
+			if !slices.Contains(close, r.Name()) {
+				close = append(close, r.Name())
+			}
+		}
+	}
+	if len(close) == 0 {
+		return " (run dynwatch resources to see what the server serves)"
+	}
+	return " (did you mean " + strings.Join(close, ", ") + "?)"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
