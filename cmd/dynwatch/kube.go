@@ -30,6 +30,17 @@ func (k *kubeFlags) restConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
+// defaultNamespace is the kubeconfig context's namespace, as kubectl uses it.
+func (k *kubeFlags) defaultNamespace() string {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = k.kubeconfig
+	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context}).Namespace()
+	if err != nil || ns == "" {
+		return "default"
+	}
+	return ns
+}
+
 // conn holds the clients of one cluster.
 type conn struct {
 	dyn   dynamic.Interface

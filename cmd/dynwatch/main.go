@@ -42,6 +42,7 @@ func commands() []command {
 		{"check", "validate a config file, printing every problem", cmdCheck},
 		{"resources", "list the resources discovery sees", cmdResources},
 		{"rbac", "print the least-privilege RBAC a config needs", cmdRBAC},
+		{"tail", "follow several resource types at once, filtered by field values", cmdTail},
 		{"version", "print version information", cmdVersion},
 	}
 }

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/dynwatch/dynwatch/event"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// background runs a command in process until stop, which sends SIGINT and
+// returns the exit code.
+func background(t *testing.T, args ...string) (out, errOut *syncBuffer, stop func() int) {
+	t.Helper()
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	sigs := make(chan os.Signal, 1)
+	code := make(chan int, 1)
+	go func() {
+		code <- cli(context.Background(), &env{stdin: strings.NewReader(""), stdout: out, stderr: errOut, signals: sigs}, args)
+	}()
+	stopped := false
+	var result int
+	stop = func() int {
+		if !stopped {
+			stopped = true
+			sigs <- syscall.SIGINT
+			select {
+			case result = <-code:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%v did not stop", args)
+			}
+		}
+		return result
+	}
+	t.Cleanup(func() { stop() })
+	return out, errOut, stop
+}
+
+var gadgetGVR = schema.GroupVersionResource{Group: "tail.example.com", Version: "v1", Resource: "gadgets"}
+
+func setupTail(t *testing.T) (dynamic.Interface, string) {
+	t.Helper()
+	d := dynamic.NewForConfigOrDie(cp.Config)
+	crd := map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "gadgets.tail.example.com"},
+		"spec": map[string]any{
+			"group": "tail.example.com", "scope": "Namespaced",
+			"names": map[string]any{"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "shortNames": []any{"gd"}},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+		},
+	}
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if _, err := d.Resource(crdGVR).Create(t.Context(), &unstructured.Unstructured{Object: crd}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	ns := fmt.Sprintf("tail-%d", time.Now().UnixNano()%1000000)
+	if _, err := d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(t.Context(),
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := d.Resource(gadgetGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("gadgets not served: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return d, ns
+}
+
+func gadget(ns, name string, spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "tail.example.com/v1", "kind": "Gadget",
+		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec}}
+}
+
+func waitOutput(t *testing.T, out *syncBuffer, what string, cond func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond(out.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; output:\n%s", what, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return out.String()
+}
+
+// tail follows a built-in resource and a CRD in one stream, whichever way the
+// resources are named, and --where filters on numbers and strings.
+func TestTailBuiltinAndCRD(t *testing.T) {
+	d, ns := setupTail(t)
+	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	_, _ = d.Resource(cmGVR).Namespace(ns).Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "pre-existing"}, "data": map[string]any{"size": "9"}}}, metav1.CreateOptions{})
+
+	for _, names := range []string{"configmaps,gadgets", "ConfigMap,Gadget", "cm,gd", "configmap,gadgets.tail.example.com"} {
+		t.Run(names, func(t *testing.T) {
+			out, stderr, stop := background(t, "tail", names, "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "json",
+				"--where", "metadata.labels.pick == yes", "--columns", "size=spec.size,dsize=data.size")
+			time.Sleep(time.Second) // let the informers list (objects at start are not printed)
+			suffix := strings.ReplaceAll(strings.ToLower(names), ",", "-")
+			suffix = strings.ReplaceAll(suffix, ".", "-")
+			labels := map[string]any{"pick": "yes"}
+			if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm-" + suffix, "labels": labels}, "data": map[string]any{"size": "3"}}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			g := gadget(ns, "gd-"+suffix, map[string]any{"size": int64(7)})
+			g.SetLabels(map[string]string{"pick": "yes"})
+			if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), g, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, "unlabelled-"+suffix, nil), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitOutput(t, out, "both events", func(s string) bool { return strings.Count(s, "\n") >= 2 })
+			time.Sleep(500 * time.Millisecond)
+			if code := stop(); code != exitOK {
+				t.Errorf("exit %d: %s", code, stderr.String())
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			got := map[string]event.Payload{}
+			for _, l := range lines {
+				var p event.Payload
+				if err := json.Unmarshal([]byte(l), &p); err != nil {
+					t.Fatalf("not a payload: %s", l)
+				}
+				got[p.Name] = p
+			}
+			if len(got) != 2 {
+				t.Fatalf("got %d payloads, want the two labelled objects:\n%s", len(got), out.String())
+			}
+			cm, gd := got["cm-"+suffix], got["gd-"+suffix]
+			if cm.Rule != "tail" || cm.Type != event.Add || cm.Resource.Resource != "configmaps" || string(cm.Fields["dsize"]) != `"3"` {
+				t.Errorf("configmap payload = %+v", cm)
+			}
+			if gd.Resource.Group != "tail.example.com" || string(gd.Fields["size"]) != "7" {
+				t.Errorf("gadget payload = %+v", gd)
+			}
+		})
+	}
+}
+
+func TestTailWhereTyped(t *testing.T) {
+	d, ns := setupTail(t)
+	out, _, stop := background(t, "tail", "gadgets", "-n", ns, "--kubeconfig", cp.Kubeconfig,
+		"--where", "spec.size > 5", "--where", "spec.tier =~ gold|silver", "--columns", "size=spec.size,tier=spec.tier")
+	waitOutput(t, out, "the header", func(s string) bool { return strings.HasPrefix(s, "EVENT") })
+	time.Sleep(time.Second)
+	for name, spec := range map[string]map[string]any{
+		"big-gold":       {"size": int64(7), "tier": "gold"},
+		"big-bronze":     {"size": int64(9), "tier": "bronze"},
+		"small-gold":     {"size": int64(5), "tier": "gold"},
+		"string-size":    {"size": "huge", "tier": "gold"},
+		"quantity-size":  {"size": "6", "tier": "silver"}, // a quantity string orders like a number
+		"big-silverware": {"size": int64(8), "tier": "silverware"},
+	} {
+		if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, name, spec), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitOutput(t, out, "big-gold and quantity-size", func(s string) bool {
+		return strings.Contains(s, "big-gold") && strings.Contains(s, "quantity-size")
+	})
+	time.Sleep(time.Second)
+	stop()
+	s := out.String()
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want the header, big-gold and quantity-size only:\n%s", s)
+	}
+	if !strings.Contains(lines[1], "big-gold") {
+		lines[1], lines[2] = lines[2], lines[1]
+	}
+	fields := strings.Fields(lines[1])
+	if want := []string{"add", "gadgets.tail.example.com", ns, "big-gold"}; strings.Join(fields[:4], " ") != strings.Join(want, " ") ||
+		fields[len(fields)-2] != "7" || fields[len(fields)-1] != "gold" {
+		t.Errorf("row = %q", lines[1])
+	}
+	if h := strings.Fields(lines[0]); strings.Join(h, " ") != "EVENT RESOURCE NAMESPACE NAME AGE SIZE TIER" {
+		t.Errorf("header = %q", lines[0])
+	}
+}
+
+func TestTailUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tail"}, "give the resources as one argument"},
+		{[]string{"tail", "configmaps", "--where", "spec.replicas >"}, "Examples: --where"},
+		{[]string{"tail", "configmaps", "--where", "spec..x == 1"}, "empty component"},
+		{[]string{"tail", "configmaps", "--where", "a =~ (x"}, "bad regular expression"},
+		{[]string{"tail", "configmaps", "-n", "a", "-A"}, "exclude each other"},
+		{[]string{"tail", "widgts", "--kubeconfig", cp.Kubeconfig}, `unknown resource "widgts"`},
+		{[]string{"tail", "events", "--kubeconfig", cp.Kubeconfig}, `resource "events" is ambiguous: it could be events, events.events.k8s.io`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, _, stderr := runCLI(t, tt.args...)
+			if code != exitUsage || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr:\n%s\nwant 2 and %q", code, stderr, tt.want)
+			}
+		})
+	}
+}
+
+// Objects that exist at start print only with --initial.
+func TestTailInitial(t *testing.T) {
+	d, ns := setupTail(t)
+	if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, "existing", map[string]any{"size": int64(1)}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	with, _, stopWith := background(t, "tail", "gd", "-n", ns, "--kubeconfig", cp.Kubeconfig, "--initial")
+	without, _, stopWithout := background(t, "tail", "gd", "-n", ns, "--kubeconfig", cp.Kubeconfig)
+	waitOutput(t, with, "the existing object", func(s string) bool { return strings.Contains(s, "existing") })
+	time.Sleep(time.Second)
+	stopWith()
+	stopWithout()
+	if s := without.String(); strings.Contains(s, "existing") || !strings.HasPrefix(s, "EVENT") {
+		t.Errorf("without --initial:\n%s", s)
+	}
+}

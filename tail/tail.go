@@ -1,0 +1,278 @@
+// Package tail follows several resource types at once from a shell: one line per
+// event (a table) or one payload per line (JSON), filtered by typed --where
+// expressions.
+package tail
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/dynwatch/dynwatch/discovery"
+	"github.com/dynwatch/dynwatch/dyninformer"
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/rules"
+)
+
+// RuleName is the rule name tail's payloads carry.
+const RuleName = "tail"
+
+// WhereSyntax explains --where, for usage errors.
+const WhereSyntax = `--where 'PATH OP VALUE' with OP one of == != > >= < <= =~ (an RE2 regexp matching the whole value),
+or 'PATH' (the path exists) or '!PATH' (it does not). VALUE is read as JSON when it parses
+(5, true, "5", null), else as a string. PATH is a gjson path, e.g. spec.replicas or
+metadata.labels.app\.kubernetes\.io/name. Examples: --where 'spec.replicas > 3'
+--where 'status.phase == Running' --where '!spec.paused'`
+
+var whereOps = []struct{ sym, op string }{
+	// Two-character operators first, so that ">=" is not read as ">".
+	{"==", "eq"}, {"!=", "ne"}, {">=", "gte"}, {"<=", "lte"}, {"=~", "matches"}, {">", "gt"}, {"<", "lt"},
+}
+
+// ParseWhere reads one --where expression into a condition.
+func ParseWhere(expr string) (rules.ConditionSpec, error) {
+	expr = strings.TrimSpace(expr)
+	best, at := -1, -1
+	for i, o := range whereOps {
+		if j := strings.Index(expr, " "+o.sym+" "); j >= 0 && (at < 0 || j < at) {
+			best, at = i, j
+		}
+	}
+	if best < 0 {
+		for i, o := range whereOps {
+			if j := strings.Index(expr, o.sym); j > 0 && (at < 0 || j < at) {
+				best, at = i, j
+			}
+		}
+	}
+	if best < 0 {
+		if strings.ContainsAny(expr, " \t") || expr == "" || expr == "!" {
+			return rules.ConditionSpec{}, fmt.Errorf("cannot read %q: no operator", expr)
+		}
+		if p, ok := strings.CutPrefix(expr, "!"); ok {
+			return rules.ConditionSpec{Path: p, Op: "notExists"}, nil
+		}
+		return rules.ConditionSpec{Path: expr, Op: "exists"}, nil
+	}
+	o := whereOps[best]
+	path := strings.TrimSpace(expr[:at])
+	raw := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(expr[at:]), o.sym))
+	if path == "" || raw == "" {
+		return rules.ConditionSpec{}, fmt.Errorf("cannot read %q: want PATH %s VALUE", expr, o.sym)
+	}
+	return rules.ConditionSpec{Path: path, Op: o.op, Value: rules.Value{Node: valueNode(raw, o.op == "matches")}}, nil
+}
+
+// valueNode reads VALUE as JSON when it parses, else as a string; a regexp is
+// always a string.
+func valueNode(raw string, regexp bool) *yaml.Node {
+	var v any
+	if !regexp && json.Unmarshal([]byte(raw), &v) == nil {
+		if _, isMap := v.(map[string]any); !isMap {
+			if _, isList := v.([]any); !isList {
+				var n yaml.Node
+				if yaml.Unmarshal([]byte(raw), &n) == nil && len(n.Content) == 1 {
+					return n.Content[0]
+				}
+			}
+		}
+	}
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: raw}
+}
+
+// Column is one --columns entry: a name (the header, upper-cased, and the key in
+// a JSON payload's fields) and a gjson path.
+type Column struct {
+	Name, Path string
+}
+
+// ParseColumns reads --columns NAME=PATH,NAME=PATH.
+func ParseColumns(s string) ([]Column, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var cols []Column
+	for _, part := range strings.Split(s, ",") {
+		name, path, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || name == "" || path == "" {
+			return nil, fmt.Errorf("--columns: want NAME=PATH[,NAME=PATH…], got %q", part)
+		}
+		cols = append(cols, Column{Name: name, Path: path})
+	}
+	return cols, nil
+}
+
+// Options configure a tail.
+type Options struct {
+	Resources     []discovery.Resource
+	Namespace     string // "" = all namespaces
+	LabelSelector string
+	Where         []rules.ConditionSpec
+	Columns       []Column
+	Output        string // table or json
+	Initial       bool   // also print the objects that exist at start
+	Out           io.Writer
+	Logger        *slog.Logger
+	Now           func() time.Time
+}
+
+// Rule compiles the options' filters into the rule tail evaluates.
+func (o *Options) Rule() (*rules.Rule, error) {
+	spec := rules.RuleSpec{Name: RuleName, LabelSelector: o.LabelSelector, When: o.Where, Actions: []string{RuleName}, OnStart: rules.OnStartNone}
+	if o.Initial {
+		spec.OnStart = rules.OnStartAll
+	}
+	// tail's informers watch exactly o.Resources; the rule only filters.
+	spec.Resources = []rules.Selector{{Resource: "*"}}
+	fields := map[string]string{}
+	for _, c := range o.Columns {
+		fields[c.Name] = c.Path
+	}
+	if len(fields) > 0 {
+		spec.Fields = fields
+	}
+	return rules.CompileRule(spec)
+}
+
+// Run follows the resources until ctx is done.
+func Run(ctx context.Context, client dynamic.Interface, o Options) error {
+	rule, err := o.Rule()
+	if err != nil {
+		return err
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	p := NewPrinter(o)
+	red := rules.NewRedactor(rules.DefaultRedact())
+	mgr := dyninformer.NewManager(client, func(ev *event.Event) {
+		if !rule.Match(ev) {
+			return
+		}
+		if err := p.Print(rule.Payload(rules.Prepare(red, ev))); err != nil {
+			o.Logger.Error("write", "err", err)
+		}
+	}, dyninformer.Options{Logger: o.Logger})
+	var watches []dyninformer.Watch
+	for _, r := range o.Resources {
+		watches = append(watches, dyninformer.Watch{Resource: r.Ref(), Namespace: o.Namespace})
+	}
+	mgr.Set(watches, true)
+	if err := p.Header(); err != nil {
+		return err
+	}
+	return mgr.Run(ctx)
+}
+
+// Printer writes payloads as table rows or JSON lines. It is safe for the
+// concurrent calls of several informers.
+type Printer struct {
+	mu      sync.Mutex
+	o       Options
+	widths  []int
+	printed bool
+}
+
+// NewPrinter returns a printer for o.
+func NewPrinter(o Options) *Printer {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	p := &Printer{o: o}
+	// Columns start as wide as their header, or as a typical value, and grow
+	// when a longer value comes by: a stream cannot be measured in advance.
+	p.widths = []int{len("update"), len("RESOURCE"), 16, 28, 5}
+	for _, r := range o.Resources {
+		p.widths[1] = max(p.widths[1], len(r.Name()))
+	}
+	for _, c := range o.Columns {
+		p.widths = append(p.widths, max(len(c.Name), 8))
+	}
+	return p
+}
+
+// Header writes the table header; JSON output has none.
+func (p *Printer) Header() error {
+	if p.o.Output == "json" {
+		return nil
+	}
+	cells := []string{"EVENT", "RESOURCE", "NAMESPACE", "NAME", "AGE"}
+	for _, c := range p.o.Columns {
+		cells = append(cells, strings.ToUpper(c.Name))
+	}
+	return p.row(cells)
+}
+
+// Print writes one payload.
+func (p *Printer) Print(pl *event.Payload) error {
+	if p.o.Output == "json" {
+		b, err := json.Marshal(pl)
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		_, err = p.o.Out.Write(append(b, '\n'))
+		return err
+	}
+	ns := pl.Namespace
+	if ns == "" {
+		ns = "-"
+	}
+	res := pl.Resource.Resource
+	if pl.Resource.Group != "" {
+		res += "." + pl.Resource.Group
+	}
+	age := "<unknown>"
+	if ts, err := time.Parse(time.RFC3339, gjson.GetBytes(pl.Object, "metadata.creationTimestamp").Str); err == nil {
+		age = duration.HumanDuration(p.o.Now().Sub(ts))
+	}
+	cells := []string{string(pl.Type), res, ns, pl.Name, age}
+	for _, c := range p.o.Columns {
+		cells = append(cells, cell(pl.Fields[c.Name]))
+	}
+	return p.row(cells)
+}
+
+func cell(raw json.RawMessage) string {
+	r := gjson.ParseBytes(raw)
+	switch {
+	case len(raw) == 0 || r.Type == gjson.Null:
+		return "<none>"
+	case r.Type == gjson.String:
+		return r.Str
+	}
+	return r.Raw
+}
+
+func (p *Printer) row(cells []string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	for i, c := range cells {
+		c = strings.ReplaceAll(c, "\n", " ")
+		if i == len(cells)-1 {
+			b.WriteString(c)
+			break
+		}
+		p.widths[i] = max(p.widths[i], len(c))
+		b.WriteString(c)
+		b.WriteString(strings.Repeat(" ", p.widths[i]-len(c)+3))
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(p.o.Out, b.String())
+	return err
+}

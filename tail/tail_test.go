@@ -1,0 +1,161 @@
+package tail
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynwatch/dynwatch/discovery"
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/rules"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+func TestParseWhere(t *testing.T) {
+	tests := []struct {
+		expr, path, op, value, tag string
+	}{
+		{"spec.replicas > 3", "spec.replicas", "gt", "3", "!!int"},
+		{"spec.replicas>=3", "spec.replicas", "gte", "3", "!!int"},
+		{"spec.replicas <= 2.5", "spec.replicas", "lte", "2.5", "!!float"},
+		{"status.phase == Running", "status.phase", "eq", "Running", "!!str"},
+		{`spec.size == "5"`, "spec.size", "eq", "5", "!!str"},
+		{"spec.paused != true", "spec.paused", "ne", "true", "!!bool"},
+		{"spec.x == null", "spec.x", "eq", "null", "!!null"},
+		{"metadata.name =~ web-.*", "metadata.name", "matches", "web-.*", "!!str"},
+		{"metadata.name =~ 123", "metadata.name", "matches", "123", "!!str"},
+		{"spec.image == nginx:1.25 ", "spec.image", "eq", "nginx:1.25", "!!str"},
+		{`spec.items.#(name=="a").n > 1`, `spec.items.#(name=="a").n`, "gt", "1", "!!int"},
+		{`metadata.labels.app\.kubernetes\.io/name == web`, `metadata.labels.app\.kubernetes\.io/name`, "eq", "web", "!!str"},
+		{"spec.paused", "spec.paused", "exists", "", ""},
+		{"!spec.paused", "spec.paused", "notExists", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			c, err := ParseWhere(tt.expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Path != tt.path || c.Op != tt.op {
+				t.Errorf("got path %q op %q, want %q %q", c.Path, c.Op, tt.path, tt.op)
+			}
+			if tt.value == "" {
+				if c.Value.IsSet() {
+					t.Errorf("value set for %s", tt.op)
+				}
+				return
+			}
+			if c.Value.Node.Value != tt.value || c.Value.Node.ShortTag() != tt.tag {
+				t.Errorf("value %q %s, want %q %s", c.Value.Node.Value, c.Value.Node.ShortTag(), tt.value, tt.tag)
+			}
+		})
+	}
+	for _, bad := range []string{"", "!", "spec replicas", "spec.replicas >", "== 3"} {
+		if _, err := ParseWhere(bad); err == nil {
+			t.Errorf("ParseWhere(%q) gave no error", bad)
+		}
+	}
+}
+
+// The filters compile into a rule whose typed conditions behave as in config files.
+func TestWhereSemantics(t *testing.T) {
+	obj := []byte(`{"spec":{"replicas":5,"size":"5","name":"web-api"}}`)
+	tests := []struct {
+		expr string
+		want bool
+	}{
+		{"spec.replicas > 3", true},
+		{"spec.replicas > 5", false},
+		{"spec.replicas == 5", true},
+		{`spec.replicas == "5"`, false},
+		{`spec.size == "5"`, true},
+		{"spec.size == 5", false},
+		{"spec.name =~ web-.*", true},
+		{"spec.name =~ api", false},
+		{"!spec.paused", true},
+	}
+	for _, tt := range tests {
+		c, err := ParseWhere(tt.expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := Options{Where: []rules.ConditionSpec{c}, Resources: []discovery.Resource{{Version: "v1", Resource: "configmaps"}}}
+		r, err := o.Rule()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Match(&event.Event{Type: event.Add, Object: obj}); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.expr, got, tt.want)
+		}
+	}
+}
+
+func TestParseColumns(t *testing.T) {
+	cols, err := ParseColumns("replicas=spec.replicas, image=spec.template.spec.containers.0.image")
+	if err != nil || len(cols) != 2 || cols[1].Name != "image" || cols[1].Path != "spec.template.spec.containers.0.image" {
+		t.Errorf("got %+v, %v", cols, err)
+	}
+	if _, err := ParseColumns("replicas"); err == nil {
+		t.Error("a column without a path parsed")
+	}
+}
+
+func TestTableGolden(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	p := NewPrinter(Options{
+		Output: "table",
+		Out:    &out,
+		Now:    func() time.Time { return now },
+		Resources: []discovery.Resource{
+			{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true},
+			{Group: "test.example.com", Version: "v1", Resource: "widgets", Kind: "Widget", Namespaced: true},
+		},
+		Columns: []Column{{Name: "size", Path: "spec.size"}, {Name: "mode", Path: "data.mode"}},
+	})
+	if err := p.Header(); err != nil {
+		t.Fatal(err)
+	}
+	events := []struct {
+		typ     event.Type
+		res     event.Resource
+		ns      string
+		name    string
+		created time.Duration
+		fields  string
+	}{
+		{event.Add, event.Resource{Version: "v1", Resource: "configmaps"}, "default", "settings", 5 * time.Second, `{"mode":"on","size":null}`},
+		{event.Update, event.Resource{Group: "test.example.com", Version: "v1", Resource: "widgets"}, "team-a", "big-widget", 3 * time.Hour, `{"size":7,"mode":null}`},
+		{event.Delete, event.Resource{Group: "test.example.com", Version: "v1", Resource: "widgets"}, "a-much-longer-namespace", "w", 50 * time.Hour, `{"size":12}`},
+		{event.Add, event.Resource{Version: "v1", Resource: "namespaces"}, "", "team-b", 90 * time.Second, `{}`},
+	}
+	for _, e := range events {
+		var fields map[string]json.RawMessage
+		_ = json.Unmarshal([]byte(e.fields), &fields)
+		obj := `{"metadata":{"creationTimestamp":"` + now.Add(-e.created).Format(time.RFC3339) + `"}}`
+		if err := p.Print(&event.Payload{Type: e.typ, Resource: e.res, Namespace: e.ns, Name: e.name, Fields: fields, Object: json.RawMessage(obj)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const golden = "testdata/table.golden"
+	if *update {
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if out.String() != string(want) {
+		t.Errorf("table differs from %s\n got:\n%s\nwant:\n%s", golden, out.String(), want)
+	}
+	if strings.Count(out.String(), "\n") != 5 {
+		t.Errorf("want a header and 4 rows:\n%s", out.String())
+	}
+}
