@@ -143,4 +143,3 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 	}
 	return exitOK
 }
-
