@@ -2,10 +2,13 @@ package rules
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"maps"
 	"slices"
 
 	"github.com/tidwall/gjson"
+	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/dynwatch/dynwatch/discovery"
@@ -136,28 +139,85 @@ func objectLabels(obj []byte) labels.Set {
 	return set
 }
 
-// Explanation is one condition of a rule with what was found and whether it held.
-type Explanation struct {
-	Condition ConditionSpec
-	Found     gjson.Result
-	Held      bool
+// Step is one check of a rule on an event, with what was found and whether it held.
+type Step struct {
+	// Check names the check as the config writes it, e.g. "when[0] spec.replicas gt 5".
+	Check string
+	// Found is what the check saw.
+	Found string
+	Held  bool
 }
 
-// Explain evaluates each condition of the rule on the event and reports them all.
-func (r *Rule) Explain(ev *event.Event) []Explanation {
-	out := make([]Explanation, 0, len(r.conds))
-	for _, c := range r.conds {
-		doc := ev.Object
-		if c.old {
-			doc = ev.OldObject
+// Explain evaluates every check of the rule on the event, in the order Match
+// makes them, and reports each one; the rule fires when all hold.
+func (r *Rule) Explain(ev *event.Event) []Step {
+	var steps []Step
+	var on []string
+	for _, t := range []event.Type{event.Add, event.Update, event.Delete} {
+		if r.on&onBits[t] != 0 {
+			on = append(on, string(t))
 		}
-		var found gjson.Result
-		if doc != nil {
-			found = gjson.GetBytes(doc, c.spec.Path)
-		}
-		out = append(out, Explanation{Condition: c.spec, Found: found, Held: c.holds(ev.Object, ev.OldObject)})
 	}
-	return out
+	steps = append(steps, Step{Check: "on [" + strings.Join(on, ", ") + "]", Found: string(ev.Type), Held: r.on&onBits[ev.Type] != 0})
+	if r.Namespaces != nil {
+		steps = append(steps, Step{Check: "namespaces [" + strings.Join(r.Namespaces, ", ") + "]", Found: fmt.Sprintf("%q", ev.Namespace), Held: r.InNamespace(ev.Namespace)})
+	}
+	if !r.LabelSelector.Empty() {
+		set := objectLabels(ev.Object)
+		steps = append(steps, Step{Check: "labelSelector " + r.LabelSelector.String(), Found: set.String(), Held: r.LabelSelector.Matches(set)})
+	}
+	for i, c := range r.conds {
+		doc, which := ev.Object, ""
+		if c.old {
+			doc, which = ev.OldObject, " (old object)"
+		}
+		found := "nothing (the path is missing)"
+		if doc != nil {
+			if v := gjson.GetBytes(doc, c.spec.Path); v.Exists() {
+				found = v.Raw
+			}
+		} else {
+			found = "nothing (no old object: only updates have one)"
+		}
+		check := fmt.Sprintf("when[%d] %s%s %s", i, c.spec.Path, which, c.spec.Op)
+		if c.spec.Value.IsSet() {
+			v, _ := yamlText(c.spec.Value)
+			check += " " + v
+		}
+		steps = append(steps, Step{Check: check, Found: found, Held: c.holds(ev.Object, ev.OldObject)})
+	}
+	if len(r.changed) > 0 {
+		var diffs []string
+		if ev.Type == event.Update {
+			for _, p := range r.changed {
+				o, n := gjson.GetBytes(ev.OldObject, p), gjson.GetBytes(ev.Object, p)
+				if o.Raw != n.Raw {
+					diffs = append(diffs, fmt.Sprintf("%s: %s -> %s", p, rawOr(o), rawOr(n)))
+				}
+			}
+		}
+		found := strings.Join(diffs, "; ")
+		switch {
+		case ev.Type != event.Update:
+			found = "not an update: changed does not apply"
+		case found == "":
+			found = "no value at these paths changed"
+		}
+		steps = append(steps, Step{Check: "changed [" + strings.Join(r.changed, ", ") + "]", Found: found, Held: r.ChangedHolds(ev)})
+	}
+	return steps
+}
+
+func rawOr(r gjson.Result) string {
+	if !r.Exists() {
+		return "(missing)"
+	}
+	return r.Raw
+}
+
+func yamlText(v Value) (string, error) {
+	b, err := yaml.Marshal(v.Node)
+	return strings.TrimSpace(string(b)), err
 }
 
 // Prepared is an event made ready for payloads: objects redacted and the changed

@@ -43,6 +43,8 @@ func commands() []command {
 		{"resources", "list the resources discovery sees", cmdResources},
 		{"rbac", "print the least-privilege RBAC a config needs", cmdRBAC},
 		{"tail", "follow several resource types at once, filtered by field values", cmdTail},
+		{"audit", "list current objects once and report those that match the rules", cmdAudit},
+		{"test", "evaluate one rule offline on object files", cmdTest},
 		{"version", "print version information", cmdVersion},
 	}
 }

@@ -1,0 +1,166 @@
+// Package audit lists the current objects of every rule's resources once and
+// reports those that satisfy a rule's conditions: a one-shot check for CI and
+// compliance jobs.
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/dynwatch/dynwatch/discovery"
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/rules"
+	"github.com/dynwatch/dynwatch/watcher"
+)
+
+// TypeAudit is the type of an audit finding's payload: not a change, a state.
+const TypeAudit event.Type = "audit"
+
+// Finding is one object that satisfies one rule.
+type Finding struct {
+	Rule    *rules.Rule
+	Payload *event.Payload
+}
+
+// Options configure an audit.
+type Options struct {
+	File    *rules.File
+	Catalog *discovery.Catalog
+	Client  dynamic.Interface
+	// PageSize is the LIST limit; large clusters are read a page at a time.
+	// Default: 500.
+	PageSize int64
+	// Progress, when set, receives a progress line per page (for a terminal).
+	Progress io.Writer
+	Now      func() time.Time
+}
+
+// Result is what an audit found, and the resources it could not list.
+type Result struct {
+	Findings []Finding
+	// Listed counts objects listed per resource.
+	Listed map[string]int
+	// Failed maps a resource to why it could not be listed.
+	Failed map[string]error
+}
+
+// Run lists each watched resource (and namespace scope) once, however many
+// rules select it, and evaluates the rules of that resource on every object.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.PageSize <= 0 {
+		o.PageSize = 500
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	plan := watcher.Resolve(o.File, o.Catalog)
+	res := &Result{Listed: map[string]int{}, Failed: map[string]error{}}
+	for _, w := range plan.Watches {
+		key := w.Resource.String()
+		if w.Namespace != "" {
+			key += " in namespace " + w.Namespace
+		}
+		gvr := w.Key().GVR
+		ri := dynamic.ResourceInterface(o.Client.Resource(gvr))
+		if w.Namespace != "" {
+			ri = o.Client.Resource(gvr).Namespace(w.Namespace)
+		}
+		cont := ""
+		for {
+			list, err := ri.List(ctx, metav1.ListOptions{Limit: o.PageSize, Continue: cont})
+			if err != nil {
+				res.Failed[key] = err
+				break
+			}
+			for i := range list.Items {
+				res.Findings = append(res.Findings, evaluate(o, plan.Index[gvr], w.Resource, &list.Items[i])...)
+			}
+			res.Listed[key] += len(list.Items)
+			if o.Progress != nil {
+				fmt.Fprintf(o.Progress, "\r\033[Klisting %s: %d objects", key, res.Listed[key])
+			}
+			cont = list.GetContinue()
+			if cont == "" {
+				break
+			}
+		}
+	}
+	if o.Progress != nil {
+		fmt.Fprint(o.Progress, "\r\033[K")
+	}
+	slices.SortStableFunc(res.Findings, func(a, b Finding) int {
+		return strings.Compare(a.Payload.Rule+"\x00"+a.Payload.Namespace+"\x00"+a.Payload.Name, b.Payload.Rule+"\x00"+b.Payload.Namespace+"\x00"+b.Payload.Name)
+	})
+	return res, ctx.Err()
+}
+
+func evaluate(o Options, rs []*rules.Rule, r event.Resource, u *unstructured.Unstructured) []Finding {
+	u.SetManagedFields(nil)
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil
+	}
+	ev := &event.Event{
+		Type: TypeAudit, Resource: r, Object: b,
+		Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion(),
+		Time: o.Now(),
+	}
+	var out []Finding
+	var prepared *rules.Prepared
+	for _, rule := range rs {
+		if !rule.Holds(ev) {
+			continue
+		}
+		if prepared == nil {
+			prepared = o.File.Prepare(ev)
+		}
+		out = append(out, Finding{Rule: rule, Payload: rule.Payload(prepared)})
+	}
+	return out
+}
+
+// WriteTable writes the findings as a table: RULE, RESOURCE, NAMESPACE, NAME and
+// the rule's fields as name=value pairs.
+func WriteTable(w io.Writer, fs []Finding) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	fmt.Fprintln(tw, "RULE\tRESOURCE\tNAMESPACE\tNAME\tFIELDS")
+	for _, f := range fs {
+		p := f.Payload
+		ns := p.Namespace
+		if ns == "" {
+			ns = "-"
+		}
+		res := p.Resource.Resource
+		if p.Resource.Group != "" {
+			res += "." + p.Resource.Group
+		}
+		var fields []string
+		for _, name := range f.Rule.FieldNames() {
+			fields = append(fields, name+"="+string(p.Fields[name]))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Rule, res, ns, p.Name, strings.Join(fields, " "))
+	}
+	return tw.Flush()
+}
+
+// WriteJSON writes one payload per finding and line.
+func WriteJSON(w io.Writer, fs []Finding) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, f := range fs {
+		if err := enc.Encode(f.Payload); err != nil {
+			return err
+		}
+	}
+	return nil
+}
