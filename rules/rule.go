@@ -3,9 +3,9 @@ package rules
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"gopkg.in/yaml.v3"
