@@ -111,6 +111,13 @@ type kubeFlags struct {
 	context    string
 }
 
+// registerOffline accepts the kubeconfig flags on a command that works offline,
+// so that every command takes them (SPEC §2) and scripts can pass them blindly.
+func (k *kubeFlags) registerOffline(fs *flag.FlagSet) {
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "accepted for uniformity; this command does not contact a cluster")
+	fs.StringVar(&k.context, "context", "", "accepted for uniformity; this command does not contact a cluster")
+}
+
 func (k *kubeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "path to a kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)")
 	fs.StringVar(&k.context, "context", "", "the kubeconfig context to use (default: the current context)")

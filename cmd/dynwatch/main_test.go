@@ -72,8 +72,8 @@ func TestHelpOnEveryCommand(t *testing.T) {
 			if !strings.Contains(stderr, "Usage: dynwatch "+c.name) {
 				t.Errorf("help does not show usage:\n%s", stderr)
 			}
-			if c.name != "version" && c.name != "check" && !strings.Contains(stderr, "-kubeconfig") {
-				t.Errorf("help lacks --kubeconfig:\n%s", stderr)
+			if !strings.Contains(stderr, "-kubeconfig") || !strings.Contains(stderr, "-context") {
+				t.Errorf("help lacks --kubeconfig or --context:\n%s", stderr)
 			}
 		})
 	}

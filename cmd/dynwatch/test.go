@@ -22,6 +22,8 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 			"from --old to --new. Prints whether the rule fires and the payload it would produce; --explain\n"+
 			"prints each check with the value found and whether it held. Exits 0 when the rule fires, 1 when\n"+
 			"it does not, 2 on bad usage or an invalid config.")
+	var kf kubeFlags
+	kf.registerOffline(fs)
 	config := fs.String("config", "", "the config file (required)")
 	ruleName := fs.String("rule", "", "the rule to evaluate (required)")
 	oldFile := fs.String("old", "", "the object before the change (makes the event an update)")

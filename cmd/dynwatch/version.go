@@ -15,6 +15,8 @@ var (
 
 func cmdVersion(_ context.Context, e *env, args []string) int {
 	fs := flagSet(e, "version", "", "Prints dynwatch's version and commit, and the Go and client-go versions it was built with.")
+	var kf kubeFlags
+	kf.registerOffline(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
