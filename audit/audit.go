@@ -140,10 +140,7 @@ func WriteTable(w io.Writer, fs []Finding) error {
 		if ns == "" {
 			ns = "-"
 		}
-		res := p.Resource.Resource
-		if p.Resource.Group != "" {
-			res += "." + p.Resource.Group
-		}
+		res := p.Resource.Name()
 		var fields []string
 		for _, name := range f.Rule.FieldNames() {
 			fields = append(fields, name+"="+string(p.Fields[name]))

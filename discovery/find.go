@@ -8,12 +8,7 @@ import (
 
 // Name spells a resource the way kubectl accepts it: resource.group, or the
 // resource alone for the core group.
-func (r Resource) Name() string {
-	if r.Group == "" {
-		return r.Resource
-	}
-	return r.Resource + "." + r.Group
-}
+func (r Resource) Name() string { return r.Ref().Name() }
 
 // Find resolves a resource name the way kubectl does: plural, singular, kind or
 // short name (case-insensitive), optionally followed by .group or

@@ -36,6 +36,15 @@ func (r Resource) String() string {
 	return r.Resource + "." + r.Version + "." + r.Group
 }
 
+// Name spells the resource as kubectl accepts it: resource.group, or the
+// resource alone for the core group.
+func (r Resource) Name() string {
+	if r.Group == "" {
+		return r.Resource
+	}
+	return r.Resource + "." + r.Group
+}
+
 // Event is one change to one object as an informer saw it. Objects travel as JSON
 // bytes, encoded once per event, so that every rule reads them with gjson without
 // decoding them again.

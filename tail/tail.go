@@ -232,10 +232,7 @@ func (p *Printer) Print(pl *event.Payload) error {
 	if ns == "" {
 		ns = "-"
 	}
-	res := pl.Resource.Resource
-	if pl.Resource.Group != "" {
-		res += "." + pl.Resource.Group
-	}
+	res := pl.Resource.Name()
 	age := "<unknown>"
 	if ts, err := time.Parse(time.RFC3339, gjson.GetBytes(pl.Object, "metadata.creationTimestamp").Str); err == nil {
 		age = duration.HumanDuration(p.o.Now().Sub(ts))
