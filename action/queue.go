@@ -77,6 +77,7 @@ type Queue struct {
 	size        int
 	concurrency int
 	log         *slog.Logger
+	done        func(*event.Delivery)
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -95,6 +96,9 @@ type QueueOptions struct {
 	Concurrency int // default 4
 	Retry       Retry
 	Logger      *slog.Logger
+	// Done, when set, is called once a delivery is finished with: delivered, or
+	// given up (and logged). A durable queue removes it from disk there.
+	Done func(*event.Delivery)
 }
 
 // NewQueue returns a queue named name that delivers through sender.
@@ -115,6 +119,7 @@ func NewQueue(name string, sender Sender, opts QueueOptions) *Queue {
 		size:        opts.Size,
 		concurrency: opts.Concurrency,
 		log:         opts.Logger.With("action", name),
+		done:        opts.Done,
 		pending:     map[string][]*event.Delivery{},
 	}
 	q.cond = sync.NewCond(&q.mu)
@@ -232,10 +237,13 @@ func (q *Queue) work(ctx context.Context) {
 		d := q.pending[key][0]
 		q.mu.Unlock()
 
-		done := q.deliver(ctx, d)
+		finished := q.deliver(ctx, d)
+		if finished && q.done != nil {
+			q.done(d)
+		}
 
 		q.mu.Lock()
-		if done {
+		if finished {
 			list := q.pending[key][1:]
 			if len(list) == 0 {
 				delete(q.pending, key)

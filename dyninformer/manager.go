@@ -54,9 +54,9 @@ func (w Watch) Key() Key {
 	return Key{GVR: schema.GroupVersionResource{Group: w.Resource.Group, Version: w.Resource.Version, Resource: w.Resource.Resource}, Namespace: w.Namespace}
 }
 
-// Handler receives every event. It is called from the informer's own goroutine,
-// so it must hand work on and return quickly.
-type Handler func(*event.Event)
+// Handler receives every event with the watch it came from. It is called from
+// the informer's own goroutine, so it must hand work on and return quickly.
+type Handler func(Key, *event.Event)
 
 // Manager owns the set of running informers.
 type Manager struct {
@@ -76,6 +76,7 @@ type Manager struct {
 type entry struct {
 	watch    Watch
 	informer cache.SharedIndexInformer
+	handled  cache.ResourceEventHandlerRegistration
 	cancel   context.CancelFunc
 	// known marks informers whose initial list holds objects that are not new
 	// to dynwatch: those that start with it or with a reload, or that replace a
@@ -111,7 +112,7 @@ func NewManager(client dynamic.Interface, handler Handler, opts Options) *Manage
 	}
 }
 
-// Set makes the running informers equal to watches: informers not asked for any
+// Set makes the running informers equal to watches and returns those it added: informers not asked for any
 // more stop, new ones start, and those still asked for keep running untouched
 // (no second initial list). Before Run, it only records what Run will start.
 //
@@ -119,7 +120,7 @@ func NewManager(client dynamic.Interface, handler Handler, opts Options) *Manage
 // caller (a start or a reload: onStart decides) or new (a resource that just
 // appeared: every object fires add). A watch that replaces one on another version
 // of the same resource is always known.
-func (m *Manager) Set(watches []Watch, known bool) {
+func (m *Manager) Set(watches []Watch, known bool) (started []Watch) {
 	want := make(map[Key]Watch, len(watches))
 	for _, w := range watches {
 		if !w.Resource.Namespaced {
@@ -148,10 +149,12 @@ func (m *Manager) Set(watches []Watch, known bool) {
 		e := m.newEntry(w)
 		e.known = known || m.ctx == nil || moved[groupResourceNS{k.GVR.Group, k.GVR.Resource, k.Namespace}]
 		m.entries[k] = e
+		started = append(started, w)
 		if m.ctx != nil {
 			m.start(e)
 		}
 	}
+	return started
 }
 
 // Watches returns the keys of the informers that are running or will run.
@@ -213,16 +216,29 @@ func (m *Manager) Run(ctx context.Context) error {
 	return nil
 }
 
-// HasSynced reports whether every informer has finished its initial list.
+// HasSynced reports whether every informer has finished its initial list and
+// handed every object of it to the handler.
 func (m *Manager) HasSynced() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, e := range m.entries {
-		if e.informer == nil || !e.informer.HasSynced() {
+		if !e.handled.HasSynced() {
 			return false
 		}
 	}
 	return true
+}
+
+// KeySynced reports whether the informer of k has handed its whole initial list
+// to the handler; ok is false when k is not watched.
+func (m *Manager) KeySynced(k Key) (synced, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[k]
+	if !ok {
+		return false, false
+	}
+	return e.handled.HasSynced(), true
 }
 
 // WaitForSync blocks until every informer has synced or ctx is done.
@@ -248,7 +264,7 @@ func (m *Manager) Unsynced() map[Key]error {
 	defer m.mu.Unlock()
 	out := map[Key]error{}
 	for k, e := range m.entries {
-		if e.informer == nil || !e.informer.HasSynced() {
+		if !e.handled.HasSynced() {
 			e.mu.Lock()
 			out[k] = e.watchErr
 			e.mu.Unlock()
@@ -272,7 +288,7 @@ func (m *Manager) newEntry(w Watch) *entry {
 	_ = e.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		m.watchError(e, err)
 	})
-	_, _ = e.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+	e.handled, _ = e.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			m.emit(e, event.Add, obj, nil, initial && e.known)
 		},
@@ -360,5 +376,5 @@ func (m *Manager) emit(e *entry, t event.Type, obj, oldObj any, initial bool) {
 		return
 	}
 	ev.Object = b
-	m.handler(ev)
+	m.handler(e.watch.Key(), ev)
 }

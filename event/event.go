@@ -66,6 +66,9 @@ type Event struct {
 	Initial bool
 	// Replay is set on events reconstructed from restart state.
 	Replay bool
+	// OldPaths, on replayed updates, are the only paths OldObject holds: the
+	// values recorded before the restart, not the whole old object.
+	OldPaths []string
 	// Time is when dynwatch saw the event.
 	Time time.Time
 }
@@ -109,4 +112,6 @@ type Delivery struct {
 	JSON    []byte
 	// Key orders deliveries: those with one key are delivered in order.
 	Key string
+	// Seq is the delivery's place in its action's durable queue (0 without state).
+	Seq uint64
 }

@@ -83,6 +83,9 @@ func (r *Rule) Match(ev *event.Event) bool {
 	if ev.Initial && r.OnStart != OnStartAll {
 		return false
 	}
+	if ev.Replay && r.OnStart != OnStartDiff {
+		return false // replays are what onStart: diff fires
+	}
 	return r.Holds(ev) && r.ChangedHolds(ev)
 }
 
@@ -240,7 +243,17 @@ func Prepare(red *Redactor, ev *event.Event) *Prepared {
 		Object:    red.Redact(ev.Resource, ev.Object),
 		OldObject: red.Redact(ev.Resource, ev.OldObject),
 	}
-	if ev.Type == event.Update {
+	switch {
+	case ev.Type != event.Update:
+	case ev.OldPaths != nil:
+		// Only the recorded paths are known of the old state.
+		for _, path := range ev.OldPaths {
+			if gjson.GetBytes(ev.OldObject, path).Raw != gjson.GetBytes(ev.Object, path).Raw {
+				p.Changed = append(p.Changed, path)
+			}
+		}
+		slices.Sort(p.Changed)
+	default:
 		p.Changed = ChangedPaths(ev.OldObject, ev.Object)
 	}
 	return p

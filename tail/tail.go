@@ -158,7 +158,7 @@ func Run(ctx context.Context, client dynamic.Interface, o Options) error {
 	}
 	p := NewPrinter(o)
 	red := rules.NewRedactor(rules.DefaultRedact())
-	mgr := dyninformer.NewManager(client, func(ev *event.Event) {
+	mgr := dyninformer.NewManager(client, func(_ dyninformer.Key, ev *event.Event) {
 		if !rule.Match(ev) {
 			return
 		}

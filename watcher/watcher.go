@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -27,6 +28,7 @@ import (
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/rules"
+	"github.com/dynwatch/dynwatch/state"
 )
 
 // CRDResource is the resource dynwatch watches to learn about new and deleted
@@ -51,6 +53,7 @@ type Watcher struct {
 	queueCtx context.Context
 	queueWG  sync.WaitGroup
 	warned   map[string]bool // rules already warned about selecting nothing
+	durable  *durable        // nil without state.path
 }
 
 // pipeline is one consistent view of the config: the rules by resource and the
@@ -78,6 +81,8 @@ type Options struct {
 	// DiscoveryRefresh is how often discovery is read again, for aggregated
 	// APIs; CRDs are followed as they change. Default: 30s.
 	DiscoveryRefresh time.Duration
+	// Store is the open state file of state.path; nil runs without state.
+	Store *state.Store
 }
 
 // New builds the actions of file and a watcher for it.
@@ -100,6 +105,9 @@ func New(file *rules.File, dyn dynamic.Interface, disc k8sdiscovery.DiscoveryInt
 		queues:  map[string]*queueRun{},
 		warned:  map[string]bool{},
 	}
+	if opts.Store != nil {
+		w.durable = &durable{store: opts.Store, listing: map[dyninformer.Key]*listing{}}
+	}
 	queues, err := w.buildQueues(file)
 	if err != nil {
 		return nil, err
@@ -110,7 +118,7 @@ func New(file *rules.File, dyn dynamic.Interface, disc k8sdiscovery.DiscoveryInt
 		Resync: file.Config.Defaults.Resync.Std(),
 		Logger: opts.Logger,
 	})
-	w.crds = dyninformer.NewManager(dyn, func(*event.Event) { w.kick() }, dyninformer.Options{Logger: opts.Logger})
+	w.crds = dyninformer.NewManager(dyn, func(dyninformer.Key, *event.Event) { w.kick() }, dyninformer.Options{Logger: opts.Logger})
 	w.crds.Set([]dyninformer.Watch{{Resource: CRDResource}}, true)
 	return w, nil
 }
@@ -133,12 +141,26 @@ func (w *Watcher) buildQueues(file *rules.File) (map[string]*queueRun, error) {
 			}
 			return nil, fmt.Errorf("action %s: %w", spec.Name, err)
 		}
-		out[spec.Name] = &queueRun{spec: spec, closer: closer, q: action.NewQueue(spec.Name, sender, action.QueueOptions{
+		opts := action.QueueOptions{
 			Size:        spec.QueueSize,
 			Concurrency: spec.Concurrency,
 			Retry:       action.RetryOf(spec),
 			Logger:      w.log,
-		})}
+		}
+		if w.durable != nil {
+			// Accepted events are on disk: the memory queue refuses none.
+			opts.Size = math.MaxInt
+			name, store := spec.Name, w.durable.store
+			opts.Done = func(d *event.Delivery) {
+				if d.Seq == 0 {
+					return
+				}
+				if err := store.Done(name, d.Seq); err != nil {
+					w.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", d.Payload.ID, "err", err)
+				}
+			}
+		}
+		out[spec.Name] = &queueRun{spec: spec, closer: closer, q: action.NewQueue(spec.Name, sender, opts)}
 	}
 	return out, nil
 }
@@ -168,7 +190,7 @@ func (w *Watcher) File() *rules.File { return w.pipe.Load().file }
 // after every goroutine it started has exited.
 func (w *Watcher) Run(ctx context.Context) error {
 	file := w.File()
-	if !file.StateEnabled() {
+	if w.durable == nil {
 		w.log.Info("no state.path: objects that exist at start fire nothing unless a rule sets onStart: all")
 	}
 	cat, err := discovery.Load(w.disc)
@@ -184,10 +206,21 @@ func (w *Watcher) Run(ctx context.Context) error {
 	for _, qr := range w.queues {
 		w.startQueue(qr, file)
 	}
+	if w.durable != nil {
+		if err := w.loadPending(); err != nil {
+			w.mu.Unlock()
+			stopQueues()
+			w.queueWG.Wait()
+			return fmt.Errorf("state: %w", err)
+		}
+	}
 	w.applyLocked(file, cat, true)
 	w.mu.Unlock()
 
 	var wg sync.WaitGroup
+	if w.durable != nil {
+		wg.Go(func() { w.followListings(ctx) })
+	}
 	wg.Go(func() { _ = w.crds.Run(ctx) })
 	wg.Go(func() { w.refreshLoop(ctx) })
 	err = w.mgr.Run(ctx) // returns once every informer goroutine is gone
@@ -295,6 +328,9 @@ func (w *Watcher) Reload(file *rules.File) error {
 		}
 	}
 	w.queues = queues
+	if !reflect.DeepEqual(file.Config.State, w.File().Config.State) {
+		w.log.Warn("state changed in the config: it applies after a restart")
+	}
 	if file.Config.Defaults.Resync != w.File().Config.Defaults.Resync {
 		w.log.Warn("defaults.resync changed: it applies to informers started from now on")
 	}
@@ -320,7 +356,10 @@ func (w *Watcher) applyLocked(file *rules.File, cat *discovery.Catalog, known bo
 	}
 	w.cat = cat
 	w.pipe.Store(&pipeline{file: file, index: p.Index, queues: queueMap(w.queues)})
-	w.mgr.Set(p.Watches, known)
+	started := w.mgr.Set(p.Watches, known)
+	if w.durable != nil {
+		w.durable.startListing(started, known)
+	}
 }
 
 // Plan is what a config resolves to against one catalog.
@@ -380,27 +419,11 @@ func Resolve(file *rules.File, cat *discovery.Catalog) *Plan {
 
 // handle evaluates one event with the rules of its resource and enqueues a
 // delivery per matching rule and action. It never blocks on an action.
-func (w *Watcher) handle(ev *event.Event) {
+func (w *Watcher) handle(k dyninformer.Key, ev *event.Event) {
 	p := w.pipe.Load()
-	gvr := schema.GroupVersionResource{Group: ev.Resource.Group, Version: ev.Resource.Version, Resource: ev.Resource.Resource}
-	var prepared *rules.Prepared
-	for _, r := range p.index[gvr] {
-		if !r.Match(ev) {
-			continue
-		}
-		if prepared == nil {
-			prepared = p.file.Prepare(ev)
-		}
-		d, err := rules.Delivery(r.Payload(prepared), ev.ObjectKey())
-		if err != nil {
-			w.log.Error("encode payload", "id", ev.ID(), "rule", r.Name, "err", err)
-			continue
-		}
-		if w.log.Enabled(context.Background(), slog.LevelDebug) {
-			w.log.Debug("rule matched", "id", d.Payload.ID, "rule", r.Name, "resource", ev.Resource.String(), "namespace", ev.Namespace, "name", ev.Name)
-		}
-		for _, name := range r.Actions {
-			p.queues[name].Enqueue(d)
-		}
+	if w.durable != nil {
+		w.handleDurable(p, k, ev)
+		return
 	}
+	enqueue(p, w.route(p, p.index[k.GVR], ev))
 }

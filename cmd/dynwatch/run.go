@@ -14,6 +14,7 @@ import (
 	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/rbac"
 	"github.com/dynwatch/dynwatch/rules"
+	"github.com/dynwatch/dynwatch/state"
 	"github.com/dynwatch/dynwatch/watcher"
 )
 
@@ -28,6 +29,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	lf.register(fs)
 	config := fs.String("config", "", "the config file (required); reloaded on SIGHUP and when its content changes")
 	reloadEvery := fs.Duration("config-check-interval", 2*time.Second, "how often the config file is checked for changes")
+	resetState := fs.Bool("reset-state", false, "discard the state file of state.path (saying how much it held) and start over")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -46,12 +48,35 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	if file == nil {
 		return code
 	}
+	var store *state.Store
+	if file.StateEnabled() {
+		path := file.Config.State.Path
+		if *resetState {
+			recs, pending, err := state.Reset(path)
+			if err != nil {
+				log.Error("cannot reset the state", "path", path, "err", err)
+				return exitFailure
+			}
+			if recs < 0 {
+				log.Warn("state reset: the old file was unreadable; starting over", "path", path)
+			} else {
+				log.Warn("state reset: starting over", "path", path, "objectRecords", recs, "undeliveredEvents", pending)
+			}
+		}
+		if store, err = state.Open(path); err != nil {
+			log.Error("cannot open the state", "err", err)
+			return exitFailure
+		}
+		defer store.Close()
+	} else if *resetState {
+		log.Warn("--reset-state given but the config has no state.path: nothing to reset")
+	}
 	c, err := kf.connect()
 	if err != nil {
 		log.Error("cannot reach the cluster", "err", err)
 		return exitFailure
 	}
-	w, err := watcher.New(file, c.dyn, c.disc, watcher.Options{Logger: log, Stdout: e.stdout})
+	w, err := watcher.New(file, c.dyn, c.disc, watcher.Options{Logger: log, Stdout: e.stdout, Store: store})
 	if err != nil {
 		log.Error("cannot build actions", "err", err)
 		return exitFailure

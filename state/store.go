@@ -1,0 +1,327 @@
+// Package state is dynwatch's restart state: per watched resource, what it last
+// saw of each object (enough to tell what changed while it was down and to
+// evaluate `changed` and `object: old` on it), and the durable action queues.
+// It lives in one bbolt file; an object's record advances in the same
+// transaction as the events it produced.
+package state
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Format is the version of the file layout this build reads and writes.
+const Format = "1"
+
+var (
+	bucketMeta     = []byte("meta")
+	bucketObjects  = []byte("objects")
+	bucketQueues   = []byte("queues")
+	bucketBaseline = []byte("baselines")
+	keyFormat      = []byte("format")
+)
+
+// ErrInUse is returned when another process holds the state file.
+var ErrInUse = errors.New("in use by another dynwatch process")
+
+// Store is an open state file.
+type Store struct {
+	db   *bolt.DB
+	path string
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Record is what is kept of one object between runs.
+type Record struct {
+	Namespace       string `json:"ns,omitempty"`
+	Name            string `json:"name"`
+	ResourceVersion string `json:"rv"`
+	// Hash is of the object's content without resourceVersion and managedFields.
+	Hash string `json:"hash"`
+	// Values holds the value at every path the rules of the resource read.
+	Values map[string]json.RawMessage `json:"values,omitempty"`
+}
+
+// Pending is a delivery that was accepted and not yet delivered.
+type Pending struct {
+	Seq  uint64          `json:"-"`
+	Key  string          `json:"key"`
+	JSON json.RawMessage `json:"payload"`
+}
+
+// Open opens (creating if needed) the state file at path. A file held by another
+// process, an unreadable file and a file of another format are errors that say
+// what to do.
+func Open(path string) (*Store, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true})
+	switch {
+	case errors.Is(err, bolt.ErrTimeout):
+		return nil, fmt.Errorf("state file %s is %w; stop it first, or give this one its own state.path", path, ErrInUse)
+	case err != nil:
+		return nil, fmt.Errorf("state file %s is unreadable (%v): start with --reset-state to discard it and start over", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		switch f := meta.Get(keyFormat); {
+		case f == nil:
+			if tx.Bucket(bucketObjects) != nil {
+				return errors.New("it has no format marker")
+			}
+			if err := meta.Put(keyFormat, []byte(Format)); err != nil {
+				return err
+			}
+		case string(f) != Format:
+			return fmt.Errorf("it has format %q and this dynwatch reads %q", f, Format)
+		}
+		for _, b := range [][]byte{bucketObjects, bucketQueues, bucketBaseline} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("state file %s is incompatible: %v: start with --reset-state to discard it and start over", path, err)
+	}
+	s := &Store{db: db, path: path, stop: make(chan struct{}), done: make(chan struct{})}
+	go s.syncLoop()
+	return s, nil
+}
+
+// syncLoop flushes to disk every second: commits are written at once (a killed
+// process loses nothing), and fsynced here (an OS crash loses at most a second).
+func (s *Store) syncLoop() {
+	defer close(s.done)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			_ = s.db.Sync()
+		}
+	}
+}
+
+// Close flushes and closes the file.
+func (s *Store) Close() error {
+	close(s.stop)
+	<-s.done
+	_ = s.db.Sync()
+	return s.db.Close()
+}
+
+// Path returns the file's path.
+func (s *Store) Path() string { return s.path }
+
+// Reset discards the state file at path and reports how many object records and
+// pending deliveries it held (-1 when the file could not be read).
+func Reset(path string) (records, pending int, err error) {
+	records, pending = -1, -1
+	if db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true}); err == nil {
+		records, pending = 0, 0
+		_ = db.View(func(tx *bolt.Tx) error {
+			if b := tx.Bucket(bucketObjects); b != nil {
+				_ = b.ForEachBucket(func(k []byte) error { records += b.Bucket(k).Stats().KeyN; return nil })
+			}
+			if b := tx.Bucket(bucketQueues); b != nil {
+				_ = b.ForEachBucket(func(k []byte) error { pending += b.Bucket(k).Stats().KeyN; return nil })
+			}
+			return nil
+		})
+		db.Close()
+	} else if errors.Is(err, bolt.ErrTimeout) {
+		return 0, 0, fmt.Errorf("state file %s is %w; stop it before resetting", path, ErrInUse)
+	}
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return records, pending, err
+	}
+	return records, pending, nil
+}
+
+// Tx is one atomic change: object records and deliveries together.
+type Tx struct {
+	tx *bolt.Tx
+}
+
+// Update runs f in one transaction.
+func (s *Store) Update(f func(*Tx) error) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return f(&Tx{tx: tx}) })
+}
+
+// View runs f in a read-only transaction.
+func (s *Store) View(f func(*Tx) error) error {
+	return s.db.View(func(tx *bolt.Tx) error { return f(&Tx{tx: tx}) })
+}
+
+func (t *Tx) objects(scope string, create bool) (*bolt.Bucket, error) {
+	root := t.tx.Bucket(bucketObjects)
+	if !create {
+		return root.Bucket([]byte(scope)), nil
+	}
+	return root.CreateBucketIfNotExists([]byte(scope))
+}
+
+// Get returns the record of the object uid of scope, or nil.
+func (t *Tx) Get(scope, uid string) (*Record, error) {
+	b, _ := t.objects(scope, false)
+	if b == nil {
+		return nil, nil
+	}
+	v := b.Get([]byte(uid))
+	if v == nil {
+		return nil, nil
+	}
+	var r Record
+	if err := json.Unmarshal(v, &r); err != nil {
+		return nil, fmt.Errorf("record %s/%s: %w", scope, uid, err)
+	}
+	return &r, nil
+}
+
+// Put records the object uid of scope.
+func (t *Tx) Put(scope, uid string, r *Record) error {
+	b, err := t.objects(scope, true)
+	if err != nil {
+		return err
+	}
+	v, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(uid), v)
+}
+
+// Delete forgets the object uid of scope.
+func (t *Tx) Delete(scope, uid string) error {
+	b, _ := t.objects(scope, false)
+	if b == nil {
+		return nil
+	}
+	return b.Delete([]byte(uid))
+}
+
+// ForEach calls f with every record of scope.
+func (t *Tx) ForEach(scope string, f func(uid string, r *Record) error) error {
+	b, _ := t.objects(scope, false)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, v []byte) error {
+		var r Record
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("record %s/%s: %w", scope, k, err)
+		}
+		return f(string(k), &r)
+	})
+}
+
+// HasBaseline reports whether scope has been recorded once in full.
+func (t *Tx) HasBaseline(scope string) bool {
+	return t.tx.Bucket(bucketBaseline).Get([]byte(scope)) != nil
+}
+
+// SetBaseline marks scope as recorded in full.
+func (t *Tx) SetBaseline(scope string) error {
+	return t.tx.Bucket(bucketBaseline).Put([]byte(scope), []byte(time.Now().UTC().Format(time.RFC3339)))
+}
+
+// Enqueue appends a delivery to action's durable queue and returns its sequence
+// number, which orders it after every earlier one.
+func (t *Tx) Enqueue(action, key string, payload []byte) (uint64, error) {
+	b, err := t.tx.Bucket(bucketQueues).CreateBucketIfNotExists([]byte(action))
+	if err != nil {
+		return 0, err
+	}
+	seq, err := b.NextSequence()
+	if err != nil {
+		return 0, err
+	}
+	v, err := json.Marshal(Pending{Key: key, JSON: payload})
+	if err != nil {
+		return 0, err
+	}
+	return seq, b.Put(seqKey(seq), v)
+}
+
+func seqKey(seq uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return k[:]
+}
+
+// Done removes delivered (or given up) deliveries from action's queue.
+func (s *Store) Done(action string, seqs ...uint64) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketQueues).Bucket([]byte(action))
+		if b == nil {
+			return nil
+		}
+		for _, seq := range seqs {
+			if err := b.Delete(seqKey(seq)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Pending returns every action's undelivered deliveries, in the order they were
+// accepted.
+func (s *Store) Pending() (map[string][]Pending, error) {
+	out := map[string][]Pending{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		q := tx.Bucket(bucketQueues)
+		return q.ForEachBucket(func(name []byte) error {
+			return q.Bucket(name).ForEach(func(k, v []byte) error {
+				var p Pending
+				if err := json.Unmarshal(v, &p); err != nil {
+					return fmt.Errorf("pending delivery of %s: %w", name, err)
+				}
+				p.Seq = binary.BigEndian.Uint64(k)
+				out[string(name)] = append(out[string(name)], p)
+				return nil
+			})
+		})
+	})
+	for _, list := range out {
+		sort.Slice(list, func(i, j int) bool { return list[i].Seq < list[j].Seq })
+	}
+	return out, err
+}
+
+// Hash hashes an object's JSON without metadata.resourceVersion and
+// metadata.managedFields, so that an object that only got a new version (an
+// etcd restore, a no-op write) does not count as changed.
+func Hash(obj []byte) (string, error) {
+	var m map[string]any
+	if err := json.Unmarshal(obj, &m); err != nil {
+		return "", err
+	}
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "resourceVersion")
+		delete(md, "managedFields")
+	}
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(m); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return hex.EncodeToString(sum[:16]), nil
+}

@@ -1,0 +1,75 @@
+package state
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+func TestDocRoundTrip(t *testing.T) {
+	obj := []byte(`{"metadata":{"name":"a","labels":{"app.kubernetes.io/name":"web"}},"spec":{"replicas":3,"containers":[{"image":"x:1"}],"paused":false}}`)
+	paths := []string{"metadata.name", `metadata.labels.app\.kubernetes\.io/name`, "spec.replicas", "spec.containers.0.image", "spec.paused", "spec.missing", "spec.containers.#.image"}
+	doc := Doc(Values(obj, paths))
+	for _, p := range paths[:5] {
+		if got, want := gjson.GetBytes(doc, p).Raw, gjson.GetBytes(obj, p).Raw; got != want {
+			t.Errorf("%s: rebuilt %s, want %s (doc %s)", p, got, want, doc)
+		}
+	}
+	if gjson.GetBytes(doc, "spec.missing").Exists() {
+		t.Error("a missing path exists in the rebuilt doc")
+	}
+}
+
+func TestHashIgnoresVersion(t *testing.T) {
+	a, _ := Hash([]byte(`{"metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1}}`))
+	b, _ := Hash([]byte(`{"spec":{"x":1},"metadata":{"resourceVersion":"2","name":"a"}}`))
+	c, _ := Hash([]byte(`{"metadata":{"name":"a","resourceVersion":"2"},"spec":{"x":2}}`))
+	if a != b || a == c {
+		t.Errorf("hashes %s %s %s", a, b, c)
+	}
+}
+
+func TestStoreErrors(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(func(tx *Tx) error {
+		if err := tx.Put("apps/deployments/", "u1", &Record{Name: "a", ResourceVersion: "1"}); err != nil {
+			return err
+		}
+		_, err := tx.Enqueue("hook", "k", json.RawMessage(`{"id":"x"}`))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second opener is refused while the first holds the file.
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "in use by another dynwatch process") {
+		t.Errorf("second Open = %v", err)
+	}
+	s.Close()
+
+	corrupt := filepath.Join(dir, "corrupt.db")
+	if err := os.WriteFile(corrupt, []byte(strings.Repeat("not a database ", 1000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(corrupt); err == nil || !strings.Contains(err.Error(), "unreadable") || !strings.Contains(err.Error(), "--reset-state") || !strings.Contains(err.Error(), corrupt) {
+		t.Errorf("corrupt Open = %v", err)
+	}
+	if recs, pend, err := Reset(corrupt); err != nil || recs != -1 || pend != -1 {
+		t.Errorf("Reset(corrupt) = %d %d %v", recs, pend, err)
+	}
+	if recs, pend, err := Reset(path); err != nil || recs != 1 || pend != 1 {
+		t.Errorf("Reset = %d records %d pending %v, want 1 1", recs, pend, err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Error("Reset left the file")
+	}
+}
