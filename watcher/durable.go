@@ -214,6 +214,14 @@ func (w *Watcher) finishListing(k dyninformer.Key) {
 		w.log.Error("state: cannot compare the records with the listed objects", "resource", k.String(), "err", err)
 		return
 	}
+	switch {
+	case !l.diff:
+		w.log.Info("state: new resource recorded", "resource", k.String(), "objects", len(l.seen))
+	case !l.baseline:
+		w.log.Info("state: baseline recorded; changes fire from now on", "resource", k.String(), "objects", len(l.seen))
+	default:
+		w.log.Info("state: compared with the records", "resource", k.String(), "objects", len(l.seen), "replayed", len(out))
+	}
 	enqueue(p, out)
 }
 

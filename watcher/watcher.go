@@ -221,6 +221,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	if w.durable != nil {
 		wg.Go(func() { w.followListings(ctx) })
 	}
+	wg.Go(func() { w.reportSynced(ctx, time.Now()) })
 	wg.Go(func() { _ = w.crds.Run(ctx) })
 	wg.Go(func() { w.refreshLoop(ctx) })
 	err = w.mgr.Run(ctx) // returns once every informer goroutine is gone
@@ -228,6 +229,24 @@ func (w *Watcher) Run(ctx context.Context) error {
 	stopQueues() // no more events can arrive: drain what is queued
 	w.queueWG.Wait()
 	return err
+}
+
+// reportSynced logs once when every informer has listed (and, with state, every
+// list has been compared with the records), with how long it took.
+func (w *Watcher) reportSynced(ctx context.Context, start time.Time) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if w.mgr.HasSynced() && (w.durable == nil || len(w.durable.listingKeys()) == 0) {
+			w.log.Info("all informers synced", "after", time.Since(start).Round(time.Millisecond).String(), "watches", len(w.mgr.Watches()))
+			return
+		}
+	}
 }
 
 // startQueue runs qr until it is replaced or the watcher stops; w.mu is held.

@@ -1,0 +1,460 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/dynwatch/dynwatch/event"
+)
+
+// proc is a real dynwatch process.
+type proc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	out    []event.Payload
+	stderr syncBuffer
+	exited chan error
+}
+
+func startProc(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, exited: make(chan error, 1)}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stderr = &p.stderr
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<22)
+		for sc.Scan() {
+			var pl event.Payload
+			if err := json.Unmarshal(sc.Bytes(), &pl); err != nil {
+				t.Errorf("stdout line is not a payload: %s", sc.Text())
+				continue
+			}
+			p.mu.Lock()
+			p.out = append(p.out, pl)
+			p.mu.Unlock()
+		}
+		close(lines)
+	}()
+	go func() { err := p.cmd.Wait(); <-lines; p.exited <- err }()
+	t.Cleanup(func() { _ = p.cmd.Process.Kill() })
+	return p
+}
+
+func (p *proc) payloads() []event.Payload {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.out)
+}
+
+func (p *proc) waitLog(what string, timeout time.Duration) {
+	p.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(p.stderr.String(), what) {
+		select {
+		case err := <-p.exited:
+			p.t.Fatalf("dynwatch exited (%v) before logging %q:\n%s", err, what, p.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no %q after %s:\n%s", what, timeout, p.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop sends sig and waits for the exit.
+func (p *proc) stop(sig syscall.Signal) error {
+	p.t.Helper()
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case err := <-p.exited:
+		return err
+	case <-time.After(40 * time.Second):
+		p.t.Fatalf("dynwatch still running 40s after %s", sig)
+		return nil
+	}
+}
+
+func writeConfig(t *testing.T, dir, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func setN(t *testing.T, d dynamic.Interface, ns, name string, n int64) {
+	t.Helper()
+	ri := d.Resource(gadgetGVR).Namespace(ns)
+	u, err := ri.Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(u.Object, n, "spec", "n")
+	if _, err := ri.Update(t.Context(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Stopped, one object is updated, one deleted, one created and one left alone:
+// the next start fires exactly those three, as replays, and evaluates the update
+// against the values recorded before the stop.
+func TestRestartReplaysWhatChanged(t *testing.T) {
+	d, ns := setupTail(t)
+	for _, name := range []string{"keep", "upd", "del"} {
+		if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, name, map[string]any{"n": int64(1)}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+state: {path: %s}
+actions: [{name: out, log: {}}]
+rules:
+  - name: all
+    resources: [{group: tail.example.com, resource: gadgets}]
+    namespaces: [%[2]s]
+    fields: {n: spec.n}
+    actions: [out]
+  - name: was-one
+    resources: [{group: tail.example.com, resource: gadgets}]
+    namespaces: [%[2]s]
+    on: [update]
+    when: [{path: spec.n, object: old, op: eq, value: 1}]
+    changed: [spec.n]
+    actions: [out]
+`, filepath.Join(dir, "state.db"), ns))
+
+	first := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+	first.waitLog("state: baseline recorded", 30*time.Second)
+	if err := first.stop(syscall.SIGTERM); err != nil {
+		t.Fatalf("first run: %v\n%s", err, first.stderr.String())
+	}
+	if got := first.payloads(); len(got) != 0 {
+		t.Fatalf("the first run (a baseline) fired %d events: %+v", len(got), got)
+	}
+
+	setN(t, d, ns, "upd", 2)
+	if err := d.Resource(gadgetGVR).Namespace(ns).Delete(t.Context(), "del", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, "new", map[string]any{"n": int64(5)}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	second := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+	second.waitLog("state: compared with the records", 30*time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(second.payloads()) < 4 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := second.stop(syscall.SIGTERM); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	got := map[string]event.Payload{}
+	for _, p := range second.payloads() {
+		got[p.Rule+"/"+string(p.Type)+"/"+p.Name] = p
+		if !p.Replay {
+			t.Errorf("not a replay: %+v", p)
+		}
+	}
+	want := []string{"all/add/new", "all/update/upd", "all/delete/del", "was-one/update/upd"}
+	if len(got) != len(want) || len(second.payloads()) != len(want) {
+		t.Errorf("got %d events %v, want exactly %v", len(second.payloads()), keys(got), want)
+	}
+	for _, k := range want {
+		if _, ok := got[k]; !ok {
+			t.Errorf("missing %s (got %v)", k, keys(got))
+		}
+	}
+	upd := got["was-one/update/upd"]
+	if !slices.Equal(upd.Changed, []string{"spec.n"}) || string(upd.Fields["n"]) != "" {
+		t.Errorf("update: changed %v", upd.Changed)
+	}
+	if n := got["all/update/upd"].Fields["n"]; string(n) != "2" {
+		t.Errorf("update fields.n = %s", n)
+	}
+	if del := got["all/delete/del"]; del.ID == "" || !strings.HasSuffix(del.ID, ":delete") || del.Namespace != ns {
+		t.Errorf("delete = %+v", del)
+	}
+
+	// Nothing changed since: a third start fires nothing.
+	third := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+	third.waitLog("state: compared with the records", 30*time.Second)
+	time.Sleep(time.Second)
+	_ = third.stop(syscall.SIGTERM)
+	if n := len(third.payloads()); n != 0 {
+		t.Errorf("a restart with nothing changed fired %d events: %+v", n, third.payloads())
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// kill -9 while the receiver is down and events are queued; restarted with the
+// receiver up, every event arrives, with the same ids (duplicates allowed).
+func TestKillNineLosesNoEvent(t *testing.T) {
+	d, ns := setupTail(t)
+	var up atomic.Bool
+	var mu sync.Mutex
+	attempted, delivered := map[string]bool{}, map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Dynwatch-Event-Id")
+		mu.Lock()
+		defer mu.Unlock()
+		attempted[id] = true
+		if !up.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		delivered[id]++
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+state: {path: %s}
+actions:
+  - name: hook
+    concurrency: 8
+    webhook: {url: %q, retry: {max: 1000, initialBackoff: 50ms, maxBackoff: 200ms}}
+rules:
+  - name: gadgets
+    resources: [{group: tail.example.com, resource: gadgets}]
+    namespaces: [%s]
+    actions: [hook]
+`, filepath.Join(dir, "state.db"), srv.URL, ns))
+	first := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+	first.waitLog("state: baseline recorded", 30*time.Second)
+	for i := range 5 {
+		name := fmt.Sprint("k", i)
+		if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, name, map[string]any{"n": int64(0)}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		setN(t, d, ns, name, 1)
+	}
+	// Each object's first event is being retried; its update waits behind it.
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; attempted %v\nfirst:\n%s", what, keys(attempted), first.stderr.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("every object's add to be attempted", func() bool { mu.Lock(); defer mu.Unlock(); return len(attempted) >= 5 })
+	_ = first.cmd.Process.Signal(syscall.SIGKILL)
+	<-first.exited
+	mu.Lock()
+	if len(delivered) != 0 {
+		t.Fatalf("delivered while the receiver was down: %v", delivered)
+	}
+	before := keys(attempted)
+	mu.Unlock()
+
+	up.Store(true)
+	second := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+	second.waitLog("delivering events left from the last run first", 30*time.Second)
+	waitFor("10 events (5 adds, 5 updates) delivered", func() bool { mu.Lock(); defer mu.Unlock(); return len(delivered) >= 10 })
+	_ = second.stop(syscall.SIGTERM)
+	mu.Lock()
+	defer mu.Unlock()
+	adds, updates := 0, 0
+	for id := range delivered {
+		switch {
+		case strings.HasSuffix(id, ":add"):
+			adds++
+		case strings.HasSuffix(id, ":update"):
+			updates++
+		}
+	}
+	if adds != 5 || updates != 5 {
+		t.Errorf("delivered %d adds and %d updates, want 5 and 5: %v", adds, updates, keys(delivered))
+	}
+	for _, id := range before {
+		if delivered[id] == 0 {
+			t.Errorf("event %s, attempted before the kill, never arrived (ids must be stable)", id)
+		}
+	}
+}
+
+func TestBadStateFile(t *testing.T) {
+	dir := t.TempDir()
+	statePath := filepath.Join(dir, "state.db")
+	if err := os.WriteFile(statePath, []byte(strings.Repeat("garbage!", 2000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, dir, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+state: {path: %s}
+actions: [{name: out, log: {}}]
+rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [default], actions: [out]}]
+`, statePath))
+	p := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+	err := <-p.exited
+	if code := exitCode(err); code != exitFailure {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, want := range []string{statePath, "unreadable", "--reset-state"} {
+		if !strings.Contains(p.stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, p.stderr.String())
+		}
+	}
+
+	ok := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig, "--reset-state")
+	ok.waitLog("state reset: the old file was unreadable; starting over", 10*time.Second)
+	ok.waitLog("all informers synced", 30*time.Second)
+
+	// A second process on the same state file refuses to start.
+	second := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+	err = <-second.exited
+	if code := exitCode(err); code != exitFailure || !strings.Contains(second.stderr.String(), "in use by another dynwatch process") {
+		t.Errorf("second process: exit %d\n%s", code, second.stderr.String())
+	}
+	if err := ok.stop(syscall.SIGTERM); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	// After a clean stop, --reset-state says how much it drops.
+	again := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig, "--reset-state")
+	again.waitLog("state reset: starting over", 10*time.Second)
+	again.waitLog("objectRecords=", 10*time.Second)
+	_ = again.stop(syscall.SIGTERM)
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+
+// syncedAfter waits for the "all informers synced" log and returns its duration.
+func (p *proc) syncedAfter(timeout time.Duration) time.Duration {
+	p.t.Helper()
+	p.waitLog("all informers synced", timeout)
+	s := p.stderr.String()
+	i := strings.Index(s, "all informers synced")
+	rest := s[i:]
+	j := strings.Index(rest, "after=")
+	var d time.Duration
+	if j >= 0 {
+		f := strings.Fields(rest[j+len("after="):])
+		d, _ = time.ParseDuration(f[0])
+	}
+	return d
+}
+
+// 10 000 objects that did not change while dynwatch was down: a restart fires
+// nothing. Also measures the startup diff against the plain initial list.
+func TestRestartWithTenThousandUnchanged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 10 000 objects")
+	}
+	const n = 10_000
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	d := dynamic.NewForConfigOrDie(cfg)
+	ns := fmt.Sprintf("tenk-%d", time.Now().UnixNano()%1000000)
+	if _, err := d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(t.Context(),
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cms := d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				_, err := cms.Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+					"metadata": map[string]any{"name": fmt.Sprintf("cm-%05d", i)}, "data": map[string]any{"i": fmt.Sprint(i), "pad": strings.Repeat("x", 200)}}}, metav1.CreateOptions{})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rule := fmt.Sprintf(`actions: [{name: out, log: {}}]
+rules:
+  - name: cms
+    resources: [{group: "", resource: configmaps}]
+    namespaces: [%s]
+    changed: [data.i]
+    fields: {i: data.i}
+    actions: [out]
+`, ns)
+	plainCfg := filepath.Join(dir, "plain.yaml")
+	stateCfg := filepath.Join(dir, "state.yaml")
+	os.WriteFile(plainCfg, []byte("apiVersion: dynwatch/v1alpha1\n"+rule), 0o600)
+	os.WriteFile(stateCfg, []byte(fmt.Sprintf("apiVersion: dynwatch/v1alpha1\nstate: {path: %s}\n", filepath.Join(dir, "state.db"))+rule), 0o600)
+
+	plain := startProc(t, "run", "--config", plainCfg, "--kubeconfig", cp.Kubeconfig)
+	plainList := plain.syncedAfter(2 * time.Minute)
+	_ = plain.stop(syscall.SIGTERM)
+
+	baseline := startProc(t, "run", "--config", stateCfg, "--kubeconfig", cp.Kubeconfig)
+	baseline.waitLog("state: baseline recorded", 2*time.Minute)
+	baselineList := baseline.syncedAfter(2 * time.Minute)
+	_ = baseline.stop(syscall.SIGTERM)
+
+	restart := startProc(t, "run", "--config", stateCfg, "--kubeconfig", cp.Kubeconfig)
+	restart.waitLog("objects=10000 replayed=0", 2*time.Minute)
+	diffList := restart.syncedAfter(2 * time.Minute)
+	time.Sleep(time.Second)
+	_ = restart.stop(syscall.SIGTERM)
+	if got := restart.payloads(); len(got) != 0 {
+		t.Errorf("a restart over %d unchanged objects fired %d events", n, len(got))
+	}
+	if st, err := os.Stat(filepath.Join(dir, "state.db")); err == nil {
+		t.Logf("state file: %d bytes for %d objects", st.Size(), n)
+	}
+	t.Logf("initial list of %d objects: plain %s; with state, first start (baseline) %s (%.2fx), restart with diff %s (%.2fx)",
+		n, plainList, baselineList, float64(baselineList)/float64(plainList), diffList, float64(diffList)/float64(plainList))
+}
