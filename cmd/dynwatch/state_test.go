@@ -368,7 +368,6 @@ func exitCode(err error) int {
 	return -1
 }
 
-
 // syncedAfter waits for the "all informers synced" log and returns its duration.
 func (p *proc) syncedAfter(timeout time.Duration) time.Duration {
 	p.t.Helper()
