@@ -83,6 +83,9 @@ type entry struct {
 	// watch on another version of the same resource. The adds of their initial
 	// list are Initial, and onStart decides whether they fire.
 	known bool
+	// moved marks informers that replace a watch on another version of the same
+	// resource: their initial list holds nothing new (Event.Relisted).
+	moved bool
 
 	mu       sync.Mutex
 	lastErr  string
@@ -147,7 +150,8 @@ func (m *Manager) Set(watches []Watch, known bool) (started []Watch) {
 			continue
 		}
 		e := m.newEntry(w)
-		e.known = known || m.ctx == nil || moved[groupResourceNS{k.GVR.Group, k.GVR.Resource, k.Namespace}]
+		e.moved = moved[groupResourceNS{k.GVR.Group, k.GVR.Resource, k.Namespace}]
+		e.known = known || m.ctx == nil || e.moved
 		m.entries[k] = e
 		started = append(started, w)
 		if m.ctx != nil {
@@ -290,16 +294,25 @@ func (m *Manager) newEntry(w Watch) *entry {
 	})
 	e.handled, _ = e.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			m.emit(e, event.Add, obj, nil, initial && e.known)
+			ev := m.event(e, event.Add, obj, nil)
+			if ev != nil {
+				ev.Initial = initial && e.known
+				ev.Relisted = initial && e.moved
+				m.handler(e.watch.Key(), ev)
+			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			m.emit(e, event.Update, newObj, oldObj, false)
+			if ev := m.event(e, event.Update, newObj, oldObj); ev != nil {
+				m.handler(e.watch.Key(), ev)
+			}
 		},
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			m.emit(e, event.Delete, obj, nil, false)
+			if ev := m.event(e, event.Delete, obj, nil); ev != nil {
+				m.handler(e.watch.Key(), ev)
+			}
 		},
 	})
 	return e
@@ -339,11 +352,13 @@ func (m *Manager) watchError(e *entry, err error) {
 	m.log.Warn("cannot watch resource; retrying with backoff", "resource", e.watch.Key().String(), "reason", reason, "err", err)
 }
 
-func (m *Manager) emit(e *entry, t event.Type, obj, oldObj any, initial bool) {
+// event turns what an informer handed over into an Event; nil when there is
+// nothing to hand on (a resync, an object that cannot be encoded).
+func (m *Manager) event(e *entry, t event.Type, obj, oldObj any) *event.Event {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		m.log.Error("unexpected object type from informer", "resource", e.watch.Key().String(), "type", fmt.Sprintf("%T", obj))
-		return
+		return nil
 	}
 	ev := &event.Event{
 		Type:            t,
@@ -352,29 +367,28 @@ func (m *Manager) emit(e *entry, t event.Type, obj, oldObj any, initial bool) {
 		Name:            u.GetName(),
 		UID:             string(u.GetUID()),
 		ResourceVersion: u.GetResourceVersion(),
-		Initial:         initial,
 		Time:            m.now(),
 	}
 	if t == event.Update {
 		old, ok := oldObj.(*unstructured.Unstructured)
 		if !ok {
-			return
+			return nil
 		}
 		if old.GetResourceVersion() == u.GetResourceVersion() {
-			return // a resync: nothing changed, nothing fires
+			return nil // a resync: nothing changed, nothing fires
 		}
 		b, err := json.Marshal(old.Object)
 		if err != nil {
 			m.log.Error("encode object", "resource", e.watch.Key().String(), "name", u.GetName(), "err", err)
-			return
+			return nil
 		}
 		ev.OldObject = b
 	}
 	b, err := json.Marshal(u.Object)
 	if err != nil {
 		m.log.Error("encode object", "resource", e.watch.Key().String(), "name", u.GetName(), "err", err)
-		return
+		return nil
 	}
 	ev.Object = b
-	m.handler(e.watch.Key(), ev)
+	return ev
 }

@@ -64,6 +64,10 @@ type Event struct {
 	// Initial is set on adds that come from the initial list of an informer that
 	// was started with dynwatch (onStart decides whether they fire).
 	Initial bool
+	// Relisted is set on adds from the initial list of an informer that
+	// replaced a watch on another version of the same resource: nothing in it
+	// is new, so no rule fires on it.
+	Relisted bool
 	// Replay is set on events reconstructed from restart state.
 	Replay bool
 	// OldPaths, on replayed updates, are the only paths OldObject holds: the

@@ -77,7 +77,7 @@ func (r *Rule) Paths() []string {
 // Match decides whether the event fires the rule. The caller has already checked
 // that the rule selects the event's resource.
 func (r *Rule) Match(ev *event.Event) bool {
-	if r.on&onBits[ev.Type] == 0 {
+	if r.on&onBits[ev.Type] == 0 || ev.Relisted {
 		return false
 	}
 	if ev.Initial && r.OnStart != OnStartAll {

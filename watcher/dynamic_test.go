@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -207,3 +209,54 @@ rules:
 }
 
 var secretGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
+// When a CRD's preferred version changes, the watch moves to it, and the objects
+// already seen do not fire again.
+func TestWatchMovesToPreferredVersion(t *testing.T) {
+	ns := namespace(t)
+	const name = "movers.move.example.com"
+	def := crd("move.example.com", "movers", "Mover")
+	create(t, crdGVR, "", def)
+	t.Cleanup(func() { _ = dyn(t).Resource(crdGVR).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	v1 := schema.GroupVersionResource{Group: "move.example.com", Version: "v1", Resource: "movers"}
+	v2 := schema.GroupVersionResource{Group: "move.example.com", Version: "v2", Resource: "movers"}
+	createCRObject(t, v1, ns, "m1", "Mover")
+	r := startLive(t, fmt.Sprintf(`
+apiVersion: dynwatch/v1alpha1
+actions: [{name: stdout, log: {}}]
+rules:
+  - name: movers
+    resources: [{group: move.example.com, resource: movers}]
+    namespaces: [%s]
+    onStart: all
+    actions: [stdout]
+`, ns))
+	r.out.waitMatch(t, "m1 at start (onStart: all)", eventWait, func(p event.Payload) bool { return p.Name == "m1" })
+	if !watching(r.w, v1) {
+		t.Fatalf("not watching v1: %v", r.w.Manager().Watches())
+	}
+	mutate(t, crdGVR, "", name, func(u *unstructured.Unstructured) {
+		versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+		old := versions[0].(map[string]any)
+		old["storage"] = false
+		v2def := map[string]any{"name": "v2", "served": true, "storage": true, "schema": old["schema"]}
+		_ = unstructured.SetNestedSlice(u.Object, []any{old, v2def}, "spec", "versions")
+	})
+	waitUntil(t, "the watch to move to v2", 15*time.Second, func() bool { return watching(r.w, v2) && !watching(r.w, v1) })
+	waitUntil(t, "the v2 informer to sync", 15*time.Second, r.w.Manager().HasSynced)
+	createCRObject(t, v2, ns, "m2", "Mover")
+	got := r.out.waitMatch(t, "m2", eventWait, func(p event.Payload) bool { return p.Name == "m2" })
+	if got.Resource.Version != "v2" {
+		t.Errorf("m2 came through %s, want v2", got.Resource.Version)
+	}
+	time.Sleep(500 * time.Millisecond)
+	n := 0
+	for _, p := range r.out.snapshot() {
+		if p.Name == "m1" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("m1 fired %d times; the move must not fire it again", n)
+	}
+}
