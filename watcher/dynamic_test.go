@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
+	dwdiscovery "github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/rules"
@@ -259,4 +260,47 @@ rules:
 	if n != 1 {
 		t.Errorf("m1 fired %d times; the move must not fire it again", n)
 	}
+}
+
+// An aggregated API that is down is reported (its group version fails
+// discovery) and does not stop the other watches.
+func TestAggregatedAPIDown(t *testing.T) {
+	apisvc := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+	_, err := dyn(t).Resource(apisvc).Create(t.Context(), unstructuredOf(map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+		"metadata": map[string]any{"name": "v1.down.example.com"},
+		"spec": map[string]any{"group": "down.example.com", "version": "v1", "insecureSkipTLSVerify": true,
+			"groupPriorityMinimum": int64(100), "versionPriority": int64(10),
+			"service": map[string]any{"namespace": "default", "name": "nowhere"}},
+	}), metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dyn(t).Resource(apisvc).Delete(context.Background(), "v1.down.example.com", metav1.DeleteOptions{}) })
+	waitUntil(t, "discovery to report down.example.com/v1 as failed", 30*time.Second, func() bool {
+		cat, err := dwdiscovery.Load(discovery.NewDiscoveryClientForConfigOrDie(env.Config))
+		if err != nil {
+			t.Fatalf("a partial discovery failure is fatal: %v", err)
+		}
+		_, failed := cat.Failed[schema.GroupVersion{Group: "down.example.com", Version: "v1"}]
+		return failed && len(cat.Resources) > 0
+	})
+	ns := namespace(t)
+	r := start(t, fmt.Sprintf(`
+apiVersion: dynwatch/v1alpha1
+actions: [{name: stdout, log: {}}]
+rules:
+  - name: cms
+    resources: [{group: "", resource: configmaps}]
+    namespaces: [%s]
+    actions: [stdout]
+  - name: down
+    resources: [{group: down.example.com, resource: "*"}]
+    actions: [stdout]
+`, ns))
+	if logs := r.logs.String(); !strings.Contains(logs, "discovery failed for a group version") || !strings.Contains(logs, "down.example.com/v1") {
+		t.Errorf("the down API was not reported:\n%s", logs)
+	}
+	create(t, cmGVR, ns, configMap(ns, "still-works", nil))
+	r.out.waitMatch(t, "a ConfigMap event", eventWait, func(p event.Payload) bool { return p.Name == "still-works" })
 }
