@@ -276,7 +276,9 @@ func TestAggregatedAPIDown(t *testing.T) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = dyn(t).Resource(apisvc).Delete(context.Background(), "v1.down.example.com", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = dyn(t).Resource(apisvc).Delete(context.Background(), "v1.down.example.com", metav1.DeleteOptions{})
+	})
 	waitUntil(t, "discovery to report down.example.com/v1 as failed", 30*time.Second, func() bool {
 		cat, err := dwdiscovery.Load(discovery.NewDiscoveryClientForConfigOrDie(env.Config))
 		if err != nil {
