@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sort"
 	"time"
@@ -68,6 +69,8 @@ func Open(path string) (*Store, error) {
 	switch {
 	case errors.Is(err, bolt.ErrTimeout):
 		return nil, fmt.Errorf("state file %s is %w; stop it first, or give this one its own state.path", path, ErrInUse)
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("state file %s cannot be created: %w (check that its directory exists and is writable)", path, err)
 	case err != nil:
 		return nil, fmt.Errorf("state file %s is unreadable (%v): start with --reset-state to discard it and start over", path, err)
 	}

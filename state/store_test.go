@@ -143,3 +143,10 @@ func TestFileSizeUnderChurn(t *testing.T) {
 		t.Errorf("pending after every delivery: %d, %v", len(pending["hook"]), err)
 	}
 }
+
+func TestOpenMissingDirectory(t *testing.T) {
+	_, err := Open(filepath.Join(t.TempDir(), "no", "such", "dir", "state.db"))
+	if err == nil || !strings.Contains(err.Error(), "check that its directory exists") {
+		t.Errorf("Open = %v", err)
+	}
+}
