@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -108,6 +109,16 @@ func TestAudit(t *testing.T) {
 	}
 	if code != exitFailure || n != 7 {
 		t.Errorf("json: exit %d, %d findings in our namespace, want 1 and 7", code, n)
+	}
+
+	// On a terminal (script(1) gives the real binary one), a progress line shows
+	// objects listed per resource.
+	tty, err := exec.Command("script", "-qec", fmt.Sprintf("%s audit --config testdata/audit.yaml --kubeconfig %s --chunk-size 50", bin, cp.Kubeconfig), "/dev/null").CombinedOutput()
+	if err != nil && exitCode(err) != exitFailure {
+		t.Fatalf("audit under script: %v\n%s", err, tty)
+	}
+	if !strings.Contains(string(tty), "listing gadgets.v1.tail.example.com: 50 objects") || !strings.Contains(string(tty), "\r\033[K") {
+		t.Errorf("no progress line on a terminal:\n%q", tty)
 	}
 
 	code, stdout, stderr = runCLI(t, "audit", "--config", "testdata/audit-none.yaml", "--kubeconfig", cp.Kubeconfig)
