@@ -47,6 +47,8 @@ func NewWebhook(spec *rules.WebhookSpec) (*Webhook, error) {
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = tlsCfg
+	// Keep a connection per concurrent delivery rather than the default two.
+	transport.MaxIdleConnsPerHost = 32
 	w := &Webhook{
 		url:     spec.URL,
 		method:  spec.Method,

@@ -174,7 +174,23 @@ func Run(ctx context.Context, client dynamic.Interface, o Options) error {
 	if err := p.Header(); err != nil {
 		return err
 	}
-	return mgr.Run(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Run(ctx) }()
+	if mgr.WaitForSync(ctx) {
+		var names []string
+		for _, r := range o.Resources {
+			names = append(names, r.Name())
+		}
+		o.Logger.Info("following", "resources", strings.Join(names, ","), "namespace", nsOrAll(o.Namespace))
+	}
+	return <-done
+}
+
+func nsOrAll(ns string) string {
+	if ns == "" {
+		return "(all)"
+	}
+	return ns
 }
 
 // Printer writes payloads as table rows or JSON lines. It is safe for the

@@ -131,7 +131,8 @@ func TestTailBuiltinAndCRD(t *testing.T) {
 		t.Run(names, func(t *testing.T) {
 			out, stderr, stop := background(t, "tail", names, "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "json",
 				"--where", "metadata.labels.pick == yes", "--columns", "size=spec.size,dsize=data.size")
-			time.Sleep(time.Second) // let the informers list (objects at start are not printed)
+			// Objects that exist before the informers have listed are not printed.
+			waitOutput(t, stderr, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
 			suffix := strings.ReplaceAll(strings.ToLower(names), ",", "-")
 			suffix = strings.ReplaceAll(suffix, ".", "-")
 			labels := map[string]any{"pick": "yes"}
@@ -177,10 +178,9 @@ func TestTailBuiltinAndCRD(t *testing.T) {
 
 func TestTailWhereTyped(t *testing.T) {
 	d, ns := setupTail(t)
-	out, _, stop := background(t, "tail", "gadgets", "-n", ns, "--kubeconfig", cp.Kubeconfig,
+	out, stderr, stop := background(t, "tail", "gadgets", "-n", ns, "--kubeconfig", cp.Kubeconfig,
 		"--where", "spec.size > 5", "--where", "spec.tier =~ gold|silver", "--columns", "size=spec.size,tier=spec.tier")
-	waitOutput(t, out, "the header", func(s string) bool { return strings.HasPrefix(s, "EVENT") })
-	time.Sleep(time.Second)
+	waitOutput(t, stderr, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
 	for name, spec := range map[string]map[string]any{
 		"big-gold":       {"size": int64(7), "tier": "gold"},
 		"big-bronze":     {"size": int64(9), "tier": "bronze"},
@@ -246,9 +246,10 @@ func TestTailInitial(t *testing.T) {
 		t.Fatal(err)
 	}
 	with, _, stopWith := background(t, "tail", "gd", "-n", ns, "--kubeconfig", cp.Kubeconfig, "--initial")
-	without, _, stopWithout := background(t, "tail", "gd", "-n", ns, "--kubeconfig", cp.Kubeconfig)
+	without, withoutErr, stopWithout := background(t, "tail", "gd", "-n", ns, "--kubeconfig", cp.Kubeconfig)
 	waitOutput(t, with, "the existing object", func(s string) bool { return strings.Contains(s, "existing") })
-	time.Sleep(time.Second)
+	waitOutput(t, withoutErr, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
+	time.Sleep(200 * time.Millisecond)
 	stopWith()
 	stopWithout()
 	if s := without.String(); strings.Contains(s, "existing") || !strings.HasPrefix(s, "EVENT") {
