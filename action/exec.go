@@ -3,6 +3,7 @@ package action
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/rules"
 )
+
+var errNoCommand = errors.New("exec: no command")
 
 // Exec runs a command per payload: argv as configured, never through a shell,
 // the payload JSON on stdin and the event's identity in DYNWATCH_* variables.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -129,5 +128,3 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	}
 	return 0
 }
-
-var errNoCommand = errors.New("exec: no command")

@@ -69,6 +69,9 @@ var (
 	optStringType = reflect.TypeFor[OptString]()
 )
 
+// reflectValue returns what the pointer v points to, for the decoder to fill.
+func reflectValue(v any) reflect.Value { return reflect.ValueOf(v).Elem() }
+
 // decoder fills Go structs from a yaml.Node tree the strict way: unknown keys,
 // duplicate keys and wrong types are problems, and decoding goes on after each one
 // so that every problem is reported. It records the line of every field path it

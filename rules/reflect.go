@@ -1,5 +1,0 @@
-package rules
-
-import "reflect"
-
-func reflectValue(v any) reflect.Value { return reflect.ValueOf(v).Elem() }
