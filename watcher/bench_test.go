@@ -55,6 +55,9 @@ rules:
 			if err != nil {
 				b.Fatal(err)
 			}
+			if w.durable != nil {
+				go w.durable.commitLoop()
+			}
 			p := &pipeline{file: file, index: map[schema.GroupVersionResource][]*rules.Rule{key.GVR: file.Rules}, queues: queueMap(w.queues)}
 			w.pipe.Store(p)
 			b.ReportAllocs()
@@ -64,6 +67,11 @@ rules:
 				ev := &event.Event{Type: event.Update, Resource: res, Object: obj(i+1, 2+i%5), OldObject: obj(i, 1+i%5),
 					Namespace: "prod", Name: fmt.Sprint("api-", (i+1)%100), UID: fmt.Sprint("u-", (i+1)%100), ResourceVersion: fmt.Sprint(i + 1), Time: time.Now()}
 				w.handle(key, ev)
+			}
+			if w.durable != nil {
+				w.durable.flush() // what was submitted is on disk before the clock stops
+				b.StopTimer()
+				close(w.durable.commits)
 			}
 			if st := w.Queue("out").Stats(); st.Enqueued == 0 {
 				b.Fatal("nothing was enqueued")

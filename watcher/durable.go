@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -20,6 +21,10 @@ import (
 // either keeps both or neither (and then the next start's diff finds the change).
 type durable struct {
 	store *state.Store
+	// commits are applied by one goroutine, in order, several to a transaction
+	// (group commit): the handler never waits for the disk, and one event's
+	// record and deliveries still land together or not at all.
+	commits chan *commit
 
 	mu sync.Mutex
 	// listing holds the watches whose initial list is being compared with the
@@ -32,6 +37,8 @@ type listing struct {
 	seen     map[string]bool
 	baseline bool
 	diff     bool // the list is of objects known before (start, reload): compare
+	// finishing is set once the list is complete and its comparison submitted.
+	finishing bool
 }
 
 // metaPaths are recorded for every object, so that a replayed delete can say
@@ -99,7 +106,7 @@ func (w *Watcher) handleDurable(p *pipeline, watch dyninformer.Key, ev *event.Ev
 	}
 	d.mu.Unlock()
 
-	err := d.store.Update(func(tx *state.Tx) error {
+	d.submit(&commit{fn: func(tx *state.Tx) error {
 		var err error
 		if rec, err = tx.Get(scope, ev.UID); err != nil {
 			return err
@@ -121,12 +128,13 @@ func (w *Watcher) handleDurable(p *pipeline, watch dyninformer.Key, ev *event.Ev
 			return tx.Delete(scope, ev.UID)
 		}
 		return tx.Put(scope, ev.UID, recordOf(ev, paths))
-	})
-	if err != nil {
-		w.log.Error("state: event not recorded; it fires after the next start", "id", ev.ID(), "err", err)
-		return
-	}
-	enqueue(p, out)
+	}, after: func(err error) {
+		if err != nil {
+			w.log.Error("state: event not recorded; it fires after the next start", "id", ev.ID(), "err", err)
+			return
+		}
+		enqueue(p, out)
+	}})
 }
 
 // replayOf returns the event an object of the initial list fires under onStart
@@ -167,22 +175,24 @@ func (w *Watcher) finishListing(k dyninformer.Key) {
 	d := w.durable
 	d.mu.Lock()
 	l := d.listing[k]
-	delete(d.listing, k)
-	d.mu.Unlock()
-	if l == nil {
+	if l == nil || l.finishing {
+		d.mu.Unlock()
 		return
 	}
+	l.finishing = true
+	seen := maps.Clone(l.seen) // handlers may still be adding to l.seen
+	d.mu.Unlock()
 	p := w.pipe.Load()
 	rs := p.index[k.GVR]
 	res := l.res
 	scope := scopeOf(res, k.Namespace)
 	var out []routed
-	err := d.store.Update(func(tx *state.Tx) error {
+	d.submit(&commit{fn: func(tx *state.Tx) error {
 		out = nil
 		var gone []string
 		var recs []*state.Record
 		err := tx.ForEach(scope, func(uid string, r *state.Record) error {
-			if !l.seen[uid] {
+			if !seen[uid] {
 				gone = append(gone, uid)
 				recs = append(recs, r)
 			}
@@ -209,20 +219,83 @@ func (w *Watcher) finishListing(k dyninformer.Key) {
 			return err
 		}
 		return tx.SetBaseline(scope)
-	})
-	if err != nil {
-		w.log.Error("state: cannot compare the records with the listed objects", "resource", k.String(), "err", err)
-		return
+	}, after: func(err error) {
+		d.mu.Lock()
+		delete(d.listing, k) // only now is the watch synced, records included
+		d.mu.Unlock()
+		if err != nil {
+			w.log.Error("state: cannot compare the records with the listed objects", "resource", k.String(), "err", err)
+			return
+		}
+		switch {
+		case !l.diff:
+			w.log.Info("state: new resource recorded", "resource", k.String(), "objects", len(seen))
+		case !l.baseline:
+			w.log.Info("state: baseline recorded; changes fire from now on", "resource", k.String(), "objects", len(seen))
+		default:
+			w.log.Info("state: compared with the records", "resource", k.String(), "objects", len(seen), "replayed", len(out))
+		}
+		enqueue(p, out)
+	}})
+}
+
+// commit is one change to the state and what follows once it is on disk.
+type commit struct {
+	// fn makes the change; it may run twice (alone, after its batch failed),
+	// so it resets whatever it captures.
+	fn func(*state.Tx) error
+	// after runs once fn's transaction committed (err nil) or failed.
+	after func(err error)
+}
+
+// maxBatch bounds how many commits share one transaction.
+const maxBatch = 256
+
+func (d *durable) submit(c *commit) { d.commits <- c }
+
+// commitLoop applies commits until the channel is closed, as many as are
+// waiting in one transaction. If a batch fails, its commits are retried one by
+// one, so that one bad event does not take the others with it.
+func (d *durable) commitLoop() {
+	for c := range d.commits {
+		batch := []*commit{c}
+	gather:
+		for len(batch) < maxBatch {
+			select {
+			case c, ok := <-d.commits:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, c)
+			default:
+				break gather
+			}
+		}
+		err := d.store.Update(func(tx *state.Tx) error {
+			for _, c := range batch {
+				if err := c.fn(tx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil || len(batch) == 1 {
+			for _, c := range batch {
+				c.after(err)
+			}
+			continue
+		}
+		for _, c := range batch {
+			c.after(d.store.Update(c.fn))
+		}
 	}
-	switch {
-	case !l.diff:
-		w.log.Info("state: new resource recorded", "resource", k.String(), "objects", len(l.seen))
-	case !l.baseline:
-		w.log.Info("state: baseline recorded; changes fire from now on", "resource", k.String(), "objects", len(l.seen))
-	default:
-		w.log.Info("state: compared with the records", "resource", k.String(), "objects", len(l.seen), "replayed", len(out))
-	}
-	enqueue(p, out)
+}
+
+// flush returns once every commit submitted before it has been applied.
+func (d *durable) flush() {
+	done := make(chan struct{})
+	d.submit(&commit{fn: func(*state.Tx) error { return nil }, after: func(error) { close(done) }})
+	<-done
 }
 
 // routed is a delivery on its way to one action.

@@ -106,7 +106,7 @@ func New(file *rules.File, dyn dynamic.Interface, disc k8sdiscovery.DiscoveryInt
 		warned:  map[string]bool{},
 	}
 	if opts.Store != nil {
-		w.durable = &durable{store: opts.Store, listing: map[dyninformer.Key]*listing{}}
+		w.durable = &durable{store: opts.Store, listing: map[dyninformer.Key]*listing{}, commits: make(chan *commit, 4*maxBatch)}
 	}
 	queues, err := w.buildQueues(file)
 	if err != nil {
@@ -218,14 +218,22 @@ func (w *Watcher) Run(ctx context.Context) error {
 	w.mu.Unlock()
 
 	var wg sync.WaitGroup
+	committed := make(chan struct{})
 	if w.durable != nil {
 		wg.Go(func() { w.followListings(ctx) })
+		go func() { w.durable.commitLoop(); close(committed) }()
+	} else {
+		close(committed)
 	}
 	wg.Go(func() { w.reportSynced(ctx, time.Now()) })
 	wg.Go(func() { _ = w.crds.Run(ctx) })
 	wg.Go(func() { w.refreshLoop(ctx) })
 	err = w.mgr.Run(ctx) // returns once every informer goroutine is gone
 	wg.Wait()
+	if w.durable != nil {
+		close(w.durable.commits) // nothing submits any more: apply what is left
+	}
+	<-committed
 	stopQueues() // no more events can arrive: drain what is queued
 	w.queueWG.Wait()
 	return err
