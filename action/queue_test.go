@@ -1,7 +1,6 @@
 package action
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testenv"
 	"github.com/dynwatch/dynwatch/rules"
 )
 
@@ -73,23 +73,8 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 	}
 }
 
-// logBuffer is a concurrency-safe log sink.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// logBuffer collects a queue's logs at debug level.
+type logBuffer struct{ testenv.Buffer }
 
 func (l *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -159,17 +159,8 @@ rules:
 // reported as forbidden, once, and do not stop the ConfigMap watch.
 func TestForbiddenResourceDoesNotStopOthers(t *testing.T) {
 	ns := namespace(t)
-	for _, o := range []map[string]any{
-		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": "cm-reader"},
-			"rules": []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps"}, "verbs": []any{"list", "watch"}}}},
-		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": "cm-reader"},
-			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cm-reader"},
-			"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": cmOnlyUser}}},
-	} {
-		gvr := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: strings.ToLower(o["kind"].(string)) + "s"}
-		if _, err := dyn(t).Resource(gvr).Create(t.Context(), unstructuredOf(o), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
+	if err := env.GrantListWatch(t.Context(), "cm-reader", cmOnlyUser, "", "configmaps"); err != nil {
+		t.Fatal(err)
 	}
 	cfg := env.UserConfig(cmOnlyToken)
 	file, err := rules.Parse("t.yaml", []byte(fmt.Sprintf(`

@@ -242,7 +242,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 type running struct {
 	w       *Watcher
 	out     *lines
-	logs    *syncBuffer
+	logs    *testenv.Buffer
 	watches *watchCounter
 	cancel  context.CancelFunc
 	done    chan error
@@ -307,7 +307,7 @@ func startLiveWith(t testing.TB, config string, level slog.Level) *running {
 func run(t testing.TB, file *rules.File, dc dynamic.Interface, disc discovery.DiscoveryInterface, level slog.Level) *running {
 	t.Helper()
 	out := newLines()
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: level}))
 	w, err := New(file, dc, disc, Options{Logger: log, Stdout: out})
 	if err != nil {
@@ -340,24 +340,6 @@ var (
 	getOpts  = metav1.GetOptions{}
 	listOpts = metav1.ListOptions{}
 )
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func waitUntil(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()

@@ -41,16 +41,8 @@ const cmOnlyUser, cmOnlyToken = "cm-only", "cm-only-token"
 // grantConfigMaps lets the cm-only user list and watch ConfigMaps everywhere.
 func grantConfigMaps(t *testing.T) {
 	t.Helper()
-	d := dynamic.NewForConfigOrDie(cp.Config)
-	for _, o := range []map[string]any{
-		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": "cm-reader"},
-			"rules": []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps"}, "verbs": []any{"list", "watch"}}}},
-		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": "cm-reader"},
-			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cm-reader"},
-			"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": cmOnlyUser}}},
-	} {
-		gvr := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: strings.ToLower(o["kind"].(string)) + "s"}
-		_, _ = d.Resource(gvr).Create(t.Context(), &unstructured.Unstructured{Object: o}, metav1.CreateOptions{})
+	if err := cp.GrantListWatch(t.Context(), "cm-reader", cmOnlyUser, "", "configmaps"); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testenv"
 )
 
 // proc is a real dynwatch process.
@@ -32,7 +33,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	mu     sync.Mutex
 	out    []event.Payload
-	stderr syncBuffer
+	stderr testenv.Buffer
 	exited chan error
 }
 

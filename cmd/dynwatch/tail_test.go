@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,30 +17,14 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testenv"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // background runs a command in process until stop, which sends SIGINT and
 // returns the exit code.
-func background(t *testing.T, args ...string) (out, errOut *syncBuffer, stop func() int) {
+func background(t *testing.T, args ...string) (out, errOut *testenv.Buffer, stop func() int) {
 	t.Helper()
-	out, errOut = &syncBuffer{}, &syncBuffer{}
+	out, errOut = &testenv.Buffer{}, &testenv.Buffer{}
 	sigs := make(chan os.Signal, 1)
 	code := make(chan int, 1)
 	go func() {
@@ -107,7 +89,7 @@ func gadget(ns, name string, spec map[string]any) *unstructured.Unstructured {
 		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec}}
 }
 
-func waitOutput(t *testing.T, out *syncBuffer, what string, cond func(string) bool) string {
+func waitOutput(t *testing.T, out *testenv.Buffer, what string, cond func(string) bool) string {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond(out.String()) {

@@ -8,6 +8,7 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -24,9 +25,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -286,4 +293,51 @@ func writeServiceAccountKey(dir string) error {
 		os.WriteFile(filepath.Join(dir, "sa.key"), priv, 0o600),
 		os.WriteFile(filepath.Join(dir, "sa.pub"), pub, 0o600),
 	)
+}
+
+// GrantListWatch lets user list and watch resources of group in every
+// namespace, through a ClusterRole and ClusterRoleBinding named name.
+func (e *Env) GrantListWatch(ctx context.Context, name, user, group string, resources ...string) error {
+	d, err := dynamic.NewForConfig(e.Config)
+	if err != nil {
+		return err
+	}
+	res := make([]any, len(resources))
+	for i, r := range resources {
+		res[i] = r
+	}
+	objs := []map[string]any{
+		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": name},
+			"rules": []any{map[string]any{"apiGroups": []any{group}, "resources": res, "verbs": []any{"list", "watch"}}}},
+		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": name},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+			"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}}},
+	}
+	for _, o := range objs {
+		gvr := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: strings.ToLower(o["kind"].(string)) + "s"}
+		_, err := d.Resource(gvr).Create(ctx, &unstructured.Unstructured{Object: o}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Buffer is a bytes.Buffer that several goroutines may write while a test reads.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
