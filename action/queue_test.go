@@ -62,16 +62,7 @@ func runQueue(t *testing.T, q *Queue) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+var waitFor = testenv.WaitFor
 
 // logBuffer collects a queue's logs at debug level.
 type logBuffer struct{ testenv.Buffer }

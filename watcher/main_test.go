@@ -341,13 +341,4 @@ var (
 	listOpts = metav1.ListOptions{}
 )
 
-func waitUntil(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+var waitUntil = testenv.WaitFor
