@@ -48,6 +48,9 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	if file == nil {
 		return code
 	}
+	if file.Config.Server != nil && file.Config.Server.Address != "" {
+		log.Warn("server.address is set, but /metrics, /healthz and /readyz are not served yet by this build", "address", file.Config.Server.Address)
+	}
 	var store *state.Store
 	if file.StateEnabled() {
 		path := file.Config.State.Path
