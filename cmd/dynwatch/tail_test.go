@@ -238,3 +238,34 @@ func TestTailInitial(t *testing.T) {
 		t.Errorf("without --initial:\n%s", s)
 	}
 }
+
+// -l filters by label; -A follows every namespace.
+func TestTailLabelsAllNamespaces(t *testing.T) {
+	d, ns := setupTail(t)
+	_, other := setupTail(t)
+	out, stderr, stop := background(t, "tail", "gadgets.tail.example.com", "-A", "-l", "team in (a,b),!skip", "--kubeconfig", cp.Kubeconfig)
+	waitOutput(t, stderr, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
+	for _, o := range []struct {
+		ns, name string
+		labels   map[string]string
+	}{
+		{ns, "team-a", map[string]string{"team": "a"}},
+		{other, "team-b-elsewhere", map[string]string{"team": "b"}},
+		{ns, "team-c", map[string]string{"team": "c"}},
+		{ns, "team-a-skipped", map[string]string{"team": "a", "skip": "yes"}},
+	} {
+		g := gadget(o.ns, o.name, nil)
+		g.SetLabels(o.labels)
+		if _, err := d.Resource(gadgetGVR).Namespace(o.ns).Create(t.Context(), g, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitOutput(t, out, "both matching gadgets", func(s string) bool {
+		return strings.Contains(s, " team-a ") && strings.Contains(s, "team-b-elsewhere")
+	})
+	time.Sleep(500 * time.Millisecond)
+	stop()
+	if s := out.String(); strings.Contains(s, "team-c") || strings.Contains(s, "skipped") || !strings.Contains(s, other) {
+		t.Errorf("output:\n%s", s)
+	}
+}
