@@ -69,7 +69,8 @@ type Manager struct {
 	mu      sync.Mutex
 	ctx     context.Context // set while Run runs
 	entries map[Key]*entry
-	started int // informers started, ever
+	started int    // informers started, ever
+	sets    uint64 // Set calls so far: the next one's epoch
 	wg      sync.WaitGroup
 }
 
@@ -86,6 +87,8 @@ type entry struct {
 	// moved marks informers that replace a watch on another version of the same
 	// resource: their initial list holds nothing new (Event.Relisted).
 	moved bool
+	// epoch is the Set call that started the informer.
+	epoch uint64
 
 	mu       sync.Mutex
 	lastErr  string
@@ -123,7 +126,7 @@ func NewManager(client dynamic.Interface, handler Handler, opts Options) *Manage
 // caller (a start or a reload: onStart decides) or new (a resource that just
 // appeared: every object fires add). A watch that replaces one on another version
 // of the same resource is always known.
-func (m *Manager) Set(watches []Watch, known bool) (started []Watch) {
+func (m *Manager) Set(watches []Watch, known bool) (started []Watch, epoch uint64) {
 	want := make(map[Key]Watch, len(watches))
 	for _, w := range watches {
 		if !w.Resource.Namespaced {
@@ -135,6 +138,8 @@ func (m *Manager) Set(watches []Watch, known bool) (started []Watch) {
 	moved := map[groupResourceNS]bool{}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	epoch = m.sets
+	m.sets++
 	for k, e := range m.entries {
 		if _, ok := want[k]; !ok {
 			if e.cancel != nil {
@@ -152,13 +157,34 @@ func (m *Manager) Set(watches []Watch, known bool) (started []Watch) {
 		e := m.newEntry(w)
 		e.moved = moved[groupResourceNS{k.GVR.Group, k.GVR.Resource, k.Namespace}]
 		e.known = known || m.ctx == nil || e.moved
+		e.epoch = epoch
 		m.entries[k] = e
 		started = append(started, w)
 		if m.ctx != nil {
 			m.start(e)
 		}
 	}
-	return started
+	return started, epoch
+}
+
+// Replay hands every object in the cache of k's informer to the handler as an
+// Initial add of the given epoch: what a rule added to an informer that keeps
+// running sees of the objects that exist. It returns false when k is not
+// watched or has not listed yet.
+func (m *Manager) Replay(k Key, epoch uint64) bool {
+	m.mu.Lock()
+	e, ok := m.entries[k]
+	m.mu.Unlock()
+	if !ok || !e.handled.HasSynced() {
+		return false
+	}
+	for _, obj := range e.informer.GetStore().List() {
+		if ev := m.event(e, event.Add, obj, nil); ev != nil {
+			ev.Initial, ev.Epoch = true, epoch
+			m.handler(k, ev)
+		}
+	}
+	return true
 }
 
 // Watches returns the keys of the informers that are running or will run.
@@ -298,6 +324,7 @@ func (m *Manager) newEntry(w Watch) *entry {
 			if ev != nil {
 				ev.Initial = initial && e.known
 				ev.Relisted = initial && e.moved
+				ev.Epoch = e.epoch
 				m.handler(e.watch.Key(), ev)
 			}
 		},
@@ -391,4 +418,11 @@ func (m *Manager) event(e *entry, t event.Type, obj, oldObj any) *event.Event {
 	}
 	ev.Object = b
 	return ev
+}
+
+// NextEpoch returns the epoch the next Set call will give the informers it starts.
+func (m *Manager) NextEpoch() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sets
 }

@@ -64,6 +64,10 @@ type Event struct {
 	// Initial is set on adds that come from the initial list of an informer that
 	// was started with dynwatch (onStart decides whether they fire).
 	Initial bool
+	// Epoch tells Initial events of informers started by different changes of
+	// the watched set apart (0: those started with dynwatch), so that a reload
+	// can let only the rules it added fire on them.
+	Epoch uint64
 	// Relisted is set on adds from the initial list of an informer that
 	// replaced a watch on another version of the same resource: nothing in it
 	// is new, so no rule fires on it.

@@ -170,7 +170,7 @@ func Run(ctx context.Context, client dynamic.Interface, o Options) error {
 	for _, r := range o.Resources {
 		watches = append(watches, dyninformer.Watch{Resource: r.Ref(), Namespace: o.Namespace})
 	}
-	mgr.Set(watches, true)
+	_, _ = mgr.Set(watches, true)
 	if err := p.Header(); err != nil {
 		return err
 	}

@@ -310,6 +310,9 @@ func (w *Watcher) route(p *pipeline, rs []*rules.Rule, ev *event.Event) []routed
 	var out []routed
 	var prepared *rules.Prepared
 	for _, r := range rs {
+		if ev.Initial && ev.Epoch > 0 && !p.added[ev.Epoch][r.Name] {
+			continue // a reload's lists are new only to the rules it added
+		}
 		if !r.Match(ev) {
 			continue
 		}

@@ -100,3 +100,64 @@ rules:
 		t.Error("the configmaps informer was stopped or restarted")
 	}
 }
+
+// A rule added by a reload with onStart: all sees the objects that exist then,
+// whether its resource's informer keeps running or starts with the reload; rules
+// that were there before do not see them again.
+func TestReloadAddedRuleOnStartAll(t *testing.T) {
+	ns, other := namespace(t), namespace(t)
+	create(t, cmGVR, ns, configMap(ns, "existing", nil))
+	create(t, cmGVR, other, configMap(other, "existing-other", nil))
+	base := fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+actions: [{name: stdout, log: {}}]
+rules:
+  - name: old
+    resources: [{group: "", resource: configmaps}]
+    namespaces: [%s]
+    onStart: all
+    actions: [stdout]
+`, ns)
+	r := start(t, base)
+	r.out.waitMatch(t, "the old rule's start", eventWait, func(p event.Payload) bool { return p.Rule == "old" })
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	reload := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.w.ReloadFile(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// new-same shares the running informer of ns: it sees the cache.
+	withSame := base + fmt.Sprintf(`  - name: new-same
+    resources: [{group: "", resource: configmaps}]
+    namespaces: [%s]
+    onStart: all
+    actions: [stdout]
+`, ns)
+	reload(withSame)
+	r.out.waitMatch(t, "new-same", eventWait, func(p event.Payload) bool { return p.Rule == "new-same" && p.Name == "existing" })
+	// new-all wants every namespace: one cluster-wide informer replaces the
+	// namespaced one, and lists again; only new-all may fire on that list.
+	reload(withSame + `  - name: new-all
+    resources: [{group: "", resource: configmaps}]
+    onStart: all
+    actions: [stdout]
+  - name: new-quiet
+    resources: [{group: "", resource: configmaps}]
+    actions: [stdout]
+`)
+	r.out.waitMatch(t, "new-all", eventWait, func(p event.Payload) bool { return p.Rule == "new-all" && p.Name == "existing-other" })
+	time.Sleep(time.Second)
+	count := map[string]int{}
+	for _, p := range r.out.snapshot() {
+		if p.Namespace == ns || p.Namespace == other {
+			count[p.Rule+"/"+p.Name]++
+		}
+	}
+	want := map[string]int{"old/existing": 1, "new-same/existing": 1, "new-all/existing": 1, "new-all/existing-other": 1}
+	if fmt.Sprint(count) != fmt.Sprint(want) {
+		t.Errorf("events %v, want %v", count, want)
+	}
+}

@@ -62,6 +62,9 @@ type pipeline struct {
 	file   *rules.File
 	index  map[schema.GroupVersionResource][]*rules.Rule
 	queues map[string]*action.Queue
+	// added maps the epoch of each reload to the rules it added: the objects
+	// that exist then are new only to those rules (SPEC §5).
+	added map[uint64]map[string]bool
 }
 
 // queueRun is an action's queue and what stops it.
@@ -119,7 +122,7 @@ func New(file *rules.File, dyn dynamic.Interface, disc k8sdiscovery.DiscoveryInt
 		Logger: opts.Logger,
 	})
 	w.crds = dyninformer.NewManager(dyn, func(dyninformer.Key, *event.Event) { w.kick() }, dyninformer.Options{Logger: opts.Logger})
-	w.crds.Set([]dyninformer.Watch{{Resource: CRDResource}}, true)
+	_, _ = w.crds.Set([]dyninformer.Watch{{Resource: CRDResource}}, true)
 	return w, nil
 }
 
@@ -214,7 +217,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			return fmt.Errorf("state: %w", err)
 		}
 	}
-	w.applyLocked(file, cat, true)
+	w.applyLocked(file, cat, true, nil)
 	w.mu.Unlock()
 
 	var wg sync.WaitGroup
@@ -317,7 +320,7 @@ func (w *Watcher) Refresh() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.reportFailed(cat, w.cat)
-	w.applyLocked(w.File(), cat, false)
+	w.applyLocked(w.File(), cat, false, nil)
 }
 
 // reportFailed logs the group versions whose discovery failed, once each.
@@ -365,14 +368,51 @@ func (w *Watcher) Reload(file *rules.File) error {
 		w.pipe.Store(&pipeline{file: file, queues: queueMap(queues)})
 		return nil
 	}
-	w.applyLocked(file, w.cat, true)
+	old := map[string]bool{}
+	for _, r := range w.File().Rules {
+		old[r.Name] = true
+	}
+	added := map[string]bool{}
+	for _, r := range file.Rules {
+		if !old[r.Name] {
+			added[r.Name] = true
+		}
+	}
+	started, epoch := w.applyLocked(file, w.cat, true, added)
 	w.log.Info("config reloaded", "config", file.Path, "rules", len(file.Rules), "actions", len(file.Config.Actions))
+	// Informers that keep running do not list again: an added rule with
+	// onStart: all sees their objects from the cache instead.
+	fresh := map[dyninformer.Key]bool{}
+	for _, s := range started {
+		fresh[s.Key()] = true
+	}
+	p := w.pipe.Load()
+	var replay []dyninformer.Key
+	for _, k := range w.mgr.Watches() {
+		if fresh[k] {
+			continue
+		}
+		for _, r := range p.index[k.GVR] {
+			if added[r.Name] && r.OnStart == rules.OnStartAll && (k.Namespace == "" || r.InNamespace(k.Namespace)) {
+				replay = append(replay, k)
+				break
+			}
+		}
+	}
+	if len(replay) > 0 {
+		go func() {
+			for _, k := range replay {
+				w.mgr.Replay(k, epoch)
+			}
+		}()
+	}
 	return nil
 }
 
 // applyLocked makes the rule index and the watched set match file and cat;
-// w.mu is held. known: see dyninformer.Manager.Set.
-func (w *Watcher) applyLocked(file *rules.File, cat *discovery.Catalog, known bool) {
+// w.mu is held. known: see dyninformer.Manager.Set. added, on a reload, names
+// the rules it added: the only ones the new informers' initial lists fire.
+func (w *Watcher) applyLocked(file *rules.File, cat *discovery.Catalog, known bool, added map[string]bool) ([]dyninformer.Watch, uint64) {
 	p := Resolve(file, cat)
 	for _, r := range file.Rules {
 		empty := len(p.Rules[r.Name]) == 0
@@ -382,11 +422,22 @@ func (w *Watcher) applyLocked(file *rules.File, cat *discovery.Catalog, known bo
 		w.warned[r.Name] = empty
 	}
 	w.cat = cat
-	w.pipe.Store(&pipeline{file: file, index: p.Index, queues: queueMap(w.queues)})
-	started := w.mgr.Set(p.Watches, known)
+	prev := w.pipe.Load()
+	next := &pipeline{file: file, index: p.Index, queues: queueMap(w.queues), added: prev.added}
+	if added != nil {
+		// The epoch Set is about to use; only Reload calls Set with added rules.
+		next.added = maps.Clone(prev.added)
+		if next.added == nil {
+			next.added = map[uint64]map[string]bool{}
+		}
+		next.added[w.mgr.NextEpoch()] = added
+	}
+	w.pipe.Store(next)
+	started, epoch := w.mgr.Set(p.Watches, known)
 	if w.durable != nil {
 		w.durable.startListing(started, known)
 	}
+	return started, epoch
 }
 
 // Plan is what a config resolves to against one catalog.
