@@ -71,7 +71,7 @@ rules:
 			if w.durable != nil {
 				w.durable.flush() // what was submitted is on disk before the clock stops
 				b.StopTimer()
-				close(w.durable.commits)
+				w.durable.close()
 			}
 			if st := w.Queue("out").Stats(); st.Enqueued == 0 {
 				b.Fatal("nothing was enqueued")

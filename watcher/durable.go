@@ -3,6 +3,7 @@ package watcher
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"maps"
 	"slices"
@@ -25,6 +26,10 @@ type durable struct {
 	// (group commit): the handler never waits for the disk, and one event's
 	// record and deliveries still land together or not at all.
 	commits chan *commit
+	// closeMu guards closed: once the commit loop is told to finish, a late
+	// submission (a reload racing the shutdown) is refused, not a panic.
+	closeMu sync.RWMutex
+	closed  bool
 
 	mu sync.Mutex
 	// listing holds the watches whose initial list is being compared with the
@@ -251,7 +256,26 @@ type commit struct {
 // maxBatch bounds how many commits share one transaction.
 const maxBatch = 256
 
-func (d *durable) submit(c *commit) { d.commits <- c }
+func (d *durable) submit(c *commit) {
+	d.closeMu.RLock()
+	defer d.closeMu.RUnlock()
+	if d.closed {
+		c.after(errStopped)
+		return
+	}
+	d.commits <- c
+}
+
+// errStopped is what a change submitted during shutdown gets.
+var errStopped = errors.New("dynwatch is stopping")
+
+// close lets the commit loop apply what was submitted and finish.
+func (d *durable) close() {
+	d.closeMu.Lock()
+	defer d.closeMu.Unlock()
+	d.closed = true
+	close(d.commits)
+}
 
 // commitLoop applies commits until the channel is closed, as many as are
 // waiting in one transaction. If a batch fails, its commits are retried one by

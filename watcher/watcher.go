@@ -234,7 +234,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	err = w.mgr.Run(ctx) // returns once every informer goroutine is gone
 	wg.Wait()
 	if w.durable != nil {
-		close(w.durable.commits) // nothing submits any more: apply what is left
+		w.durable.close() // informers are gone: apply what they submitted
 	}
 	<-committed
 	stopQueues() // no more events can arrive: drain what is queued
@@ -399,12 +399,10 @@ func (w *Watcher) Reload(file *rules.File) error {
 			}
 		}
 	}
-	if len(replay) > 0 {
-		go func() {
-			for _, k := range replay {
-				w.mgr.Replay(k, epoch)
-			}
-		}()
+	for _, k := range replay {
+		// Synchronous: the handler only enqueues (or submits to the commit
+		// loop), neither of which needs w.mu.
+		w.mgr.Replay(k, epoch)
 	}
 	return nil
 }
