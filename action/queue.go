@@ -6,7 +6,6 @@ package action
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -300,9 +299,4 @@ func (q *Queue) deliver(ctx context.Context, d *event.Delivery) bool {
 		case <-t.C:
 		}
 	}
-}
-
-// String describes the queue for logs.
-func (q *Queue) String() string {
-	return fmt.Sprintf("action %s (queue %d, concurrency %d)", q.name, q.size, q.concurrency)
 }

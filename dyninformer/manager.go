@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -273,18 +274,9 @@ func (m *Manager) KeySynced(k Key) (synced, ok bool) {
 
 // WaitForSync blocks until every informer has synced or ctx is done.
 func (m *Manager) WaitForSync(ctx context.Context) bool {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if m.HasSynced() {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-	}
+	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		return m.HasSynced(), nil
+	}) == nil
 }
 
 // Unsynced returns the watches that have not finished their initial list, with

@@ -33,8 +33,6 @@ type File struct {
 	Rules []*Rule
 	// Redactor blanks the configured paths of payload objects.
 	Redactor *Redactor
-	// Warnings are things that are allowed but probably not meant.
-	Warnings []string
 }
 
 // Action returns the named action spec.

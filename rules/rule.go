@@ -121,9 +121,6 @@ func (r *Rule) ChangedHolds(ev *event.Event) bool {
 	return false
 }
 
-// Changed returns the rule's changed paths.
-func (r *Rule) Changed() []string { return r.changed }
-
 // FieldNames returns the names of the rule's fields, sorted.
 func (r *Rule) FieldNames() []string {
 	names := make([]string, len(r.fields))

@@ -38,7 +38,6 @@ var ErrInUse = errors.New("in use by another dynwatch process")
 // Store is an open state file.
 type Store struct {
 	db   *bolt.DB
-	path string
 	stop chan struct{}
 	done chan struct{}
 }
@@ -101,7 +100,7 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("state file %s is incompatible: %v: start with --reset-state to discard it and start over", path, err)
 	}
-	s := &Store{db: db, path: path, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{db: db, stop: make(chan struct{}), done: make(chan struct{})}
 	go s.syncLoop()
 	return s, nil
 }
@@ -129,9 +128,6 @@ func (s *Store) Close() error {
 	_ = s.db.Sync()
 	return s.db.Close()
 }
-
-// Path returns the file's path.
-func (s *Store) Path() string { return s.path }
 
 // Reset discards the state file at path and reports how many object records and
 // pending deliveries it held (-1 when the file could not be read).

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/rules"
@@ -99,7 +101,10 @@ func (w *Watcher) handleDurable(p *pipeline, watch dyninformer.Key, ev *event.Ev
 	d := w.durable
 	rs := p.index[watch.GVR]
 	scope := scopeOf(ev.Resource, watch.Namespace)
-	paths := recordPaths(rs)
+	paths, ok := p.paths[watch.GVR]
+	if !ok {
+		paths = metaPaths // a resource no rule selects any more: keep who it was
+	}
 
 	var evs []*event.Event
 	var rec *state.Record
@@ -385,14 +390,7 @@ func enqueue(p *pipeline, rs []routed) {
 
 // followListings finishes the listings whose informers have synced, until ctx ends.
 func (w *Watcher) followListings(ctx context.Context) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	wait.UntilWithContext(ctx, func(context.Context) {
 		for _, k := range w.durable.listingKeys() {
 			synced, watched := w.mgr.KeySynced(k)
 			switch {
@@ -404,7 +402,7 @@ func (w *Watcher) followListings(ctx context.Context) {
 				w.finishListing(k)
 			}
 		}
-	}
+	}, 100*time.Millisecond)
 }
 
 // loadPending enqueues what the durable queues held at start, in the order it

@@ -27,9 +27,6 @@ func (w *Watcher) ReloadFile(path string) error {
 		w.log.Error("config not reloaded: the running config stays", "config", path)
 		return err
 	}
-	for _, warning := range file.Warnings {
-		w.log.Warn(warning, "config", path)
-	}
 	if err := w.Reload(file); err != nil {
 		w.log.Error("config not reloaded: the running config stays", "config", path, "err", err)
 		return err

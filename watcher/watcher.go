@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	k8sdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
@@ -62,6 +63,9 @@ type pipeline struct {
 	file   *rules.File
 	index  map[schema.GroupVersionResource][]*rules.Rule
 	queues map[string]*action.Queue
+	// paths are, per resource, what restart state records of each object:
+	// every path its rules read, worked out once per config, not per event.
+	paths map[schema.GroupVersionResource][]string
 	// added maps the epoch of each reload to the rules it added: the objects
 	// that exist then are new only to those rules (SPEC §5).
 	added map[uint64]map[string]bool
@@ -245,18 +249,11 @@ func (w *Watcher) Run(ctx context.Context) error {
 // reportSynced logs once when every informer has listed (and, with state, every
 // list has been compared with the records), with how long it took.
 func (w *Watcher) reportSynced(ctx context.Context, start time.Time) {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if w.mgr.HasSynced() && (w.durable == nil || len(w.durable.listingKeys()) == 0) {
-			w.log.Info("all informers synced", "after", time.Since(start).Round(time.Millisecond).String(), "watches", len(w.mgr.Watches()))
-			return
-		}
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, false, func(context.Context) (bool, error) {
+		return w.mgr.HasSynced() && (w.durable == nil || len(w.durable.listingKeys()) == 0), nil
+	})
+	if err == nil {
+		w.log.Info("all informers synced", "after", time.Since(start).Round(time.Millisecond).String(), "watches", len(w.mgr.Watches()))
 	}
 }
 
@@ -422,6 +419,12 @@ func (w *Watcher) applyLocked(file *rules.File, cat *discovery.Catalog, known bo
 	w.cat = cat
 	prev := w.pipe.Load()
 	next := &pipeline{file: file, index: p.Index, queues: queueMap(w.queues), added: prev.added}
+	if w.durable != nil {
+		next.paths = make(map[schema.GroupVersionResource][]string, len(p.Index))
+		for gvr, rs := range p.Index {
+			next.paths[gvr] = recordPaths(rs)
+		}
+	}
 	if added != nil {
 		// The epoch Set is about to use; only Reload calls Set with added rules.
 		next.added = maps.Clone(prev.added)

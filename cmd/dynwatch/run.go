@@ -118,9 +118,6 @@ func loadConfig(stderr io.Writer, path string) (*rules.File, int) {
 		fmt.Fprintln(stderr, "dynwatch:", err)
 		return nil, exitUsage
 	}
-	for _, w := range file.Warnings {
-		fmt.Fprintf(stderr, "%s: warning: %s\n", path, w)
-	}
 	return file, exitOK
 }
 
