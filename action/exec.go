@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
-	"github.com/dynwatch/dynwatch/rules"
 )
 
 var errNoCommand = errors.New("exec: no command")
@@ -24,7 +24,7 @@ type Exec struct {
 }
 
 // NewExec builds an exec action from a validated spec.
-func NewExec(spec *rules.ExecSpec) *Exec {
+func NewExec(spec *config.ExecSpec) *Exec {
 	return &Exec{argv: spec.Command, timeout: spec.Timeout.Std()}
 }
 

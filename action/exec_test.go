@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
-	"github.com/dynwatch/dynwatch/rules"
 )
 
 // TestHelperProcess is not a test: exec tests run the test binary as the
@@ -61,7 +61,7 @@ func execAction(t *testing.T, mode string, timeout string, extraArgs ...string) 
 	t.Setenv("DYNWATCH_HELPER_OUT", out)
 	argv := append([]string{os.Args[0], "-test.run=^TestHelperProcess$", "--"}, extraArgs...)
 	quoted, _ := json.Marshal(argv)
-	f, err := rules.Parse("t.yaml", []byte(fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+	f, err := config.Parse("t.yaml", []byte(fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
 actions: [{name: x, exec: {command: %s, timeout: %s}}]
 rules: [{name: r, resources: [{kind: ConfigMap}], actions: [x]}]
 `, quoted, timeout)))

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/internal/testenv"
-	"github.com/dynwatch/dynwatch/rules"
 )
 
 // delivery makes the delivery of event seq of object obj.
@@ -37,7 +37,7 @@ func delivery(obj string, seq int) *event.Delivery {
 // webhook builds a webhook sender from YAML, through the config loader.
 func webhook(t *testing.T, spec string) *Webhook {
 	t.Helper()
-	f, err := rules.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
+	f, err := config.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
 actions:
   - name: hook
     webhook: `+spec+`
@@ -46,11 +46,15 @@ rules: [{name: r, resources: [{kind: ConfigMap}], actions: [hook]}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWebhook(f.Config.Actions[0].Webhook)
+	a, ferr := Compile(f.Config.Actions[0])
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	s, _, err := a.Build(Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w
+	return s.(*Webhook)
 }
 
 // runQueue runs q until the test ends.

@@ -13,8 +13,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
-	"github.com/dynwatch/dynwatch/rules"
 )
 
 // Webhook sends payloads over HTTP on a transport of its own, never the
@@ -27,8 +27,9 @@ type Webhook struct {
 	client  *http.Client
 }
 
-// NewWebhook builds a webhook from a validated spec (headers already expanded).
-func NewWebhook(spec *rules.WebhookSpec) (*Webhook, error) {
+// NewWebhook builds a webhook from a validated spec (headers already expanded)
+// and its compiled body template (nil: the payload JSON).
+func NewWebhook(spec *config.WebhookSpec, body *template.Template) (*Webhook, error) {
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if spec.TLS != nil {
 		tlsCfg.InsecureSkipVerify = spec.TLS.InsecureSkipVerify
@@ -60,13 +61,7 @@ func NewWebhook(spec *rules.WebhookSpec) (*Webhook, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}
-	if spec.Body != "" {
-		t, err := template.New("body").Option("missingkey=error").Funcs(rules.TemplateFuncs()).Parse(spec.Body)
-		if err != nil {
-			return nil, fmt.Errorf("body: %w", err)
-		}
-		w.body = t
-	}
+	w.body = body
 	return w, nil
 }
 

@@ -19,8 +19,9 @@ import (
 
 	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/payload"
+	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/rules"
-	"github.com/dynwatch/dynwatch/watcher"
 )
 
 // TypeAudit is the type of an audit finding's payload: not a change, a state.
@@ -34,7 +35,7 @@ type Finding struct {
 
 // Options configure an audit.
 type Options struct {
-	File    *rules.File
+	File    *plan.File
 	Catalog *discovery.Catalog
 	Client  dynamic.Interface
 	// PageSize is the LIST limit; large clusters are read a page at a time.
@@ -63,9 +64,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	plan := watcher.Resolve(o.File, o.Catalog)
+	pl := plan.Resolve(o.File, o.Catalog)
 	res := &Result{Listed: map[string]int{}, Failed: map[string]error{}}
-	for _, w := range plan.Watches {
+	for _, w := range pl.Watches {
 		key := w.Resource.String()
 		if w.Namespace != "" {
 			key += " in namespace " + w.Namespace
@@ -83,7 +84,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				break
 			}
 			for i := range list.Items {
-				res.Findings = append(res.Findings, evaluate(o, plan.Index[gvr], w.Resource, &list.Items[i])...)
+				res.Findings = append(res.Findings, evaluate(o, pl.Index[gvr], w.Resource, &list.Items[i])...)
 			}
 			res.Listed[key] += len(list.Items)
 			if o.Progress != nil {
@@ -110,13 +111,9 @@ func evaluate(o Options, rs []*rules.Rule, r event.Resource, u *unstructured.Uns
 	if err != nil {
 		return nil
 	}
-	ev := &event.Event{
-		Type: TypeAudit, Resource: r, Object: b,
-		Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion(),
-		Time: o.Now(),
-	}
+	ev := event.New(TypeAudit, r, b, nil, o.Now())
 	var out []Finding
-	var prepared *rules.Prepared
+	var prepared *payload.Prepared
 	for _, rule := range rs {
 		if !rule.Holds(ev) {
 			continue

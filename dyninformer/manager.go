@@ -83,10 +83,10 @@ type entry struct {
 	// known marks informers whose initial list holds objects that are not new
 	// to dynwatch: those that start with it or with a reload, or that replace a
 	// watch on another version of the same resource. The adds of their initial
-	// list are Initial, and onStart decides whether they fire.
+	// list have origin InitialList, and onStart decides whether they fire.
 	known bool
 	// moved marks informers that replace a watch on another version of the same
-	// resource: their initial list holds nothing new (Event.Relisted).
+	// resource: their initial list holds nothing new (origin Relist).
 	moved bool
 	// epoch is the Set call that started the informer.
 	epoch uint64
@@ -119,15 +119,27 @@ func NewManager(client dynamic.Interface, handler Handler, opts Options) *Manage
 	}
 }
 
+// Lists says what the objects in the initial lists of new informers are to the
+// caller.
+type Lists uint8
+
+const (
+	// ListsKnown: the objects existed before (a start or a reload): their adds
+	// have origin InitialList, and onStart decides whether they fire.
+	ListsKnown Lists = iota
+	// ListsNew: the resource just appeared, so every object is new: its adds
+	// are Live.
+	ListsNew
+)
+
 // Set makes the running informers equal to watches and returns those it added: informers not asked for any
 // more stop, new ones start, and those still asked for keep running untouched
 // (no second initial list). Before Run, it only records what Run will start.
 //
-// known says whether the objects new informers list are already known to the
-// caller (a start or a reload: onStart decides) or new (a resource that just
-// appeared: every object fires add). A watch that replaces one on another version
-// of the same resource is always known.
-func (m *Manager) Set(watches []Watch, known bool) (started []Watch, epoch uint64) {
+// lists says what the objects new informers list are to the caller. Before
+// Run, and for a watch that replaces one on another version of the same
+// resource, they are always known.
+func (m *Manager) Set(watches []Watch, lists Lists) (started []Watch, epoch uint64) {
 	want := make(map[Key]Watch, len(watches))
 	for _, w := range watches {
 		if !w.Resource.Namespaced {
@@ -157,7 +169,7 @@ func (m *Manager) Set(watches []Watch, known bool) (started []Watch, epoch uint6
 		}
 		e := m.newEntry(w)
 		e.moved = moved[groupResourceNS{k.GVR.Group, k.GVR.Resource, k.Namespace}]
-		e.known = known || m.ctx == nil || e.moved
+		e.known = lists == ListsKnown || m.ctx == nil || e.moved
 		e.epoch = epoch
 		m.entries[k] = e
 		started = append(started, w)
@@ -169,7 +181,7 @@ func (m *Manager) Set(watches []Watch, known bool) (started []Watch, epoch uint6
 }
 
 // Replay hands every object in the cache of k's informer to the handler as an
-// Initial add of the given epoch: what a rule added to an informer that keeps
+// InitialList add of the given epoch: what a rule added to an informer that keeps
 // running sees of the objects that exist. It returns false when k is not
 // watched or has not listed yet.
 func (m *Manager) Replay(k Key, epoch uint64) bool {
@@ -181,7 +193,7 @@ func (m *Manager) Replay(k Key, epoch uint64) bool {
 	}
 	for _, obj := range e.informer.GetStore().List() {
 		if ev := m.event(e, event.Add, obj, nil); ev != nil {
-			ev.Initial, ev.Epoch = true, epoch
+			ev.Origin, ev.Epoch = event.InitialList, epoch
 			m.handler(k, ev)
 		}
 	}
@@ -314,9 +326,7 @@ func (m *Manager) newEntry(w Watch) *entry {
 		AddFunc: func(obj any, initial bool) {
 			ev := m.event(e, event.Add, obj, nil)
 			if ev != nil {
-				ev.Initial = initial && e.known
-				ev.Relisted = initial && e.moved
-				ev.Epoch = e.epoch
+				ev.Origin, ev.Epoch = e.origin(initial), e.epoch
 				m.handler(e.watch.Key(), ev)
 			}
 		},
@@ -335,6 +345,19 @@ func (m *Manager) newEntry(w Watch) *entry {
 		},
 	})
 	return e
+}
+
+// origin is where an add from e's informer comes from.
+func (e *entry) origin(initial bool) event.Origin {
+	switch {
+	case !initial:
+		return event.Live
+	case e.moved:
+		return event.Relist
+	case e.known:
+		return event.InitialList
+	}
+	return event.Live // a resource that appeared: everything in it is new
 }
 
 // start runs e's informer; m.mu is held.
@@ -379,15 +402,7 @@ func (m *Manager) event(e *entry, t event.Type, obj, oldObj any) *event.Event {
 		m.log.Error("unexpected object type from informer", "resource", e.watch.Key().String(), "type", fmt.Sprintf("%T", obj))
 		return nil
 	}
-	ev := &event.Event{
-		Type:            t,
-		Resource:        e.watch.Resource,
-		Namespace:       u.GetNamespace(),
-		Name:            u.GetName(),
-		UID:             string(u.GetUID()),
-		ResourceVersion: u.GetResourceVersion(),
-		Time:            m.now(),
-	}
+	var oldJSON []byte
 	if t == event.Update {
 		old, ok := oldObj.(*unstructured.Unstructured)
 		if !ok {
@@ -401,15 +416,14 @@ func (m *Manager) event(e *entry, t event.Type, obj, oldObj any) *event.Event {
 			m.log.Error("encode object", "resource", e.watch.Key().String(), "name", u.GetName(), "err", err)
 			return nil
 		}
-		ev.OldObject = b
+		oldJSON = b
 	}
 	b, err := json.Marshal(u.Object)
 	if err != nil {
 		m.log.Error("encode object", "resource", e.watch.Key().String(), "name", u.GetName(), "err", err)
 		return nil
 	}
-	ev.Object = b
-	return ev
+	return event.New(t, e.watch.Resource, b, oldJSON, m.now())
 }
 
 // NextEpoch returns the epoch the next Set call will give the informers it starts.

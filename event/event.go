@@ -1,11 +1,13 @@
 // Package event holds the two shapes an event takes on its way through dynwatch:
 // Event, what an informer saw (objects as JSON bytes), and Payload, what an action
-// delivers (SPEC §4).
+// delivers.
 package event
 
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // Type is the kind of change: add, update or delete.
@@ -45,6 +47,51 @@ func (r Resource) Name() string {
 	return r.Resource + "." + r.Group
 }
 
+// Origin is where an event came from. Whether a rule fires on it depends on
+// the origin and the rule's onStart (see rules.Rule.Fires).
+type Origin uint8
+
+// The origins of an event.
+const (
+	// Live: a change seen by a running watch, or an object of a resource that
+	// appeared while dynwatch runs (all of it is new).
+	Live Origin = iota
+	// InitialList: an add from the initial list of a watch started with
+	// dynwatch or by a reload: the object existed before; onStart decides.
+	InitialList
+	// Relist: an add from the initial list of a watch that replaced one on
+	// another version of the same resource: nothing in it is new.
+	Relist
+	// Replay: reconstructed from restart state (onStart: diff).
+	Replay
+)
+
+var originNames = [...]string{Live: "live", InitialList: "initial list", Relist: "relist", Replay: "replay"}
+
+func (o Origin) String() string {
+	if int(o) < len(originNames) {
+		return originNames[o]
+	}
+	return "unknown"
+}
+
+// New returns the event of an object given as JSON bytes, its identity read
+// from the bytes' metadata: the one constructor of an Event from an object.
+func New(t Type, res Resource, obj, old []byte, now time.Time) *Event {
+	m := gjson.GetManyBytes(obj, "metadata.namespace", "metadata.name", "metadata.uid", "metadata.resourceVersion")
+	return &Event{
+		Type:            t,
+		Resource:        res,
+		Object:          obj,
+		OldObject:       old,
+		Namespace:       m[0].Str,
+		Name:            m[1].Str,
+		UID:             m[2].Str,
+		ResourceVersion: m[3].Str,
+		Time:            now,
+	}
+}
+
 // Event is one change to one object as an informer saw it. Objects travel as JSON
 // bytes, encoded once per event, so that every rule reads them with gjson without
 // decoding them again.
@@ -61,19 +108,13 @@ type Event struct {
 	UID             string
 	ResourceVersion string
 
-	// Initial is set on adds that come from the initial list of an informer that
-	// was started with dynwatch (onStart decides whether they fire).
-	Initial bool
-	// Epoch tells Initial events of informers started by different changes of
+	// Origin says where the event came from: a live change, the initial list
+	// of a watch, a relist after a version move, or restart state.
+	Origin Origin
+	// Epoch tells initial lists of informers started by different changes of
 	// the watched set apart (0: those started with dynwatch), so that a reload
 	// can let only the rules it added fire on them.
 	Epoch uint64
-	// Relisted is set on adds from the initial list of an informer that
-	// replaced a watch on another version of the same resource: nothing in it
-	// is new, so no rule fires on it.
-	Relisted bool
-	// Replay is set on events reconstructed from restart state.
-	Replay bool
 	// OldPaths, on replayed updates, are the only paths OldObject holds: the
 	// values recorded before the restart, not the whole old object.
 	OldPaths []string
@@ -87,12 +128,15 @@ func (e *Event) ID() string {
 	return e.UID + ":" + e.ResourceVersion + ":" + string(e.Type)
 }
 
+// IsReplay reports whether the event was reconstructed from restart state.
+func (e *Event) IsReplay() bool { return e.Origin == Replay }
+
 // ObjectKey identifies the object across events, for per-object ordering.
 func (e *Event) ObjectKey() string {
 	return e.Resource.String() + "/" + e.Namespace + "/" + e.Name
 }
 
-// Payload is the event as actions deliver it (SPEC §4).
+// Payload is the event as actions deliver it.
 type Payload struct {
 	ID              string                     `json:"id"`
 	Time            string                     `json:"time"`

@@ -15,8 +15,8 @@ import (
 	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 
 	"github.com/dynwatch/dynwatch/discovery"
+	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/rules"
-	"github.com/dynwatch/dynwatch/watcher"
 )
 
 // Verbs are the only verbs dynwatch needs.
@@ -32,7 +32,7 @@ type Grant struct {
 // Grants returns what file needs. With a catalog, selectors (globs and kinds
 // included) are resolved through it; without one, each selector must name its
 // group and resource exactly, and the ones that do not are returned as errors.
-func Grants(file *rules.File, cat *discovery.Catalog) ([]Grant, error) {
+func Grants(file *plan.File, cat *discovery.Catalog) ([]Grant, error) {
 	set := map[Grant]bool{}
 	var errs []string
 	add := func(r *rules.Rule, group, resource string, namespaced bool) {
@@ -44,13 +44,13 @@ func Grants(file *rules.File, cat *discovery.Catalog) ([]Grant, error) {
 			set[Grant{Group: group, Resource: resource, Namespace: ns}] = true
 		}
 	}
-	var plan *watcher.Plan
+	var pl *plan.Plan
 	if cat != nil {
-		plan = watcher.Resolve(file, cat)
+		pl = plan.Resolve(file, cat)
 	}
 	for _, r := range file.Rules {
-		if plan != nil {
-			for _, res := range plan.Rules[r.Name] {
+		if pl != nil {
+			for _, res := range pl.Rules[r.Name] {
 				add(r, res.Group, res.Resource, res.Namespaced)
 			}
 			continue
@@ -137,11 +137,11 @@ func writeRules(b *strings.Builder, grants []Grant) {
 // CheckAccess writes, for each rule, the resources it resolves to and whether
 // list and watch are allowed on each in each namespace it watches. ok is false
 // when a rule resolves to nothing or lacks a permission.
-func CheckAccess(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectAccessReviewsGetter, file *rules.File, cat *discovery.Catalog) (ok bool, err error) {
+func CheckAccess(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectAccessReviewsGetter, file *plan.File, cat *discovery.Catalog) (ok bool, err error) {
 	ok = true
-	plan := watcher.Resolve(file, cat)
+	pl := plan.Resolve(file, cat)
 	for _, r := range file.Rules {
-		resolved := plan.Rules[r.Name]
+		resolved := pl.Rules[r.Name]
 		if len(resolved) == 0 {
 			fmt.Fprintf(w, "rule %s: FAIL: selects no served resource (%s)\n", r.Name, selectorsString(r))
 			ok = false

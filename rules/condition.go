@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -12,14 +11,14 @@ import (
 	"github.com/tidwall/gjson"
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/api/resource"
-)
 
-// Operators lists every `when` operator, in the order messages give them.
-var Operators = []string{"exists", "notExists", "eq", "ne", "gt", "gte", "lt", "lte", "in", "notIn", "matches", "contains"}
+	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/fieldpath"
+)
 
 // condition is one compiled `when` entry.
 type condition struct {
-	spec ConditionSpec
+	spec config.ConditionSpec
 	old  bool
 	// test decides the condition on the value found at the path.
 	test func(r gjson.Result) bool
@@ -155,12 +154,13 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-func compileCondition(cs ConditionSpec) (*condition, error) {
+// compileCondition compiles one `when` entry through the operator table.
+func compileCondition(cs config.ConditionSpec) (*condition, error) {
 	c := &condition{spec: cs}
 	if cs.Path == "" {
 		return nil, fieldErr("path", "required")
 	}
-	if err := checkPath(cs.Path); err != nil {
+	if err := fieldpath.Check(cs.Path); err != nil {
 		return nil, fieldErr("path", "%v", err)
 	}
 	switch cs.Object {
@@ -170,208 +170,19 @@ func compileCondition(cs ConditionSpec) (*condition, error) {
 	default:
 		return nil, fieldErr("object", "unknown object %q (want new or old)", cs.Object)
 	}
-	needValue := cs.Op != "exists" && cs.Op != "notExists"
 	if cs.Op == "" {
-		return nil, fieldErr("op", "required (want one of %s)", strings.Join(Operators, ", "))
+		return nil, fieldErr("op", "required (want one of %s)", strings.Join(Operators(), ", "))
 	}
-	if !needValue && cs.Value.IsSet() {
-		return nil, fieldErr("value", "%s takes no value", cs.Op)
+	op := lookupOperator(cs.Op)
+	if op == nil {
+		return nil, fieldErr("op", "unknown operator %q (want one of %s)", cs.Op, strings.Join(Operators(), ", "))
 	}
-	var o operand
-	if needValue && cs.Op != "in" && cs.Op != "notIn" {
-		if !cs.Value.IsSet() {
-			if !isOperator(cs.Op) {
-				return nil, fieldErr("op", "unknown operator %q (want one of %s)", cs.Op, strings.Join(Operators, ", "))
-			}
-			return nil, fieldErr("value", "required for %s", cs.Op)
-		}
-		var err error
-		if o, err = newOperand(cs.Value.Node); err != nil {
-			return nil, fieldErr("value", "%v", err)
-		}
+	args, err := op.Arity.read(cs)
+	if err != nil {
+		return nil, err
 	}
-	switch cs.Op {
-	case "exists":
-		c.test = func(r gjson.Result) bool { return r.Exists() }
-	case "notExists":
-		c.test = func(r gjson.Result) bool { return !r.Exists() }
-	case "eq":
-		c.test = func(r gjson.Result) bool { return r.Exists() && o.equal(r) }
-	case "ne":
-		c.test = func(r gjson.Result) bool { return r.Exists() && !o.equal(r) }
-	case "gt", "gte", "lt", "lte":
-		if o.kind != gjson.Number && o.qty == nil && !o.hasTm {
-			return nil, fieldErr("value", "%s needs a number, a quantity (500m, 1Gi) or an RFC 3339 time, got %q", cs.Op, o.source)
-		}
-		want := map[string]func(int) bool{
-			"gt":  func(c int) bool { return c > 0 },
-			"gte": func(c int) bool { return c >= 0 },
-			"lt":  func(c int) bool { return c < 0 },
-			"lte": func(c int) bool { return c <= 0 },
-		}[cs.Op]
-		c.test = func(r gjson.Result) bool {
-			cmp, ok := o.compare(r)
-			return ok && want(cmp)
-		}
-	case "in", "notIn":
-		if !cs.Value.IsSet() {
-			return nil, fieldErr("value", "required for %s: a list of values", cs.Op)
-		}
-		n := cs.Value.Node
-		if n.Kind != yaml.SequenceNode {
-			return nil, fieldErr("value", "%s needs a list of values", cs.Op)
-		}
-		set := make([]operand, 0, len(n.Content))
-		for _, e := range n.Content {
-			eo, err := newOperand(e)
-			if err != nil {
-				return nil, fieldErr("value", "%v", err)
-			}
-			set = append(set, eo)
-		}
-		in := cs.Op == "in"
-		c.test = func(r gjson.Result) bool {
-			if !r.Exists() {
-				return false
-			}
-			for i := range set {
-				if set[i].equal(r) {
-					return in
-				}
-			}
-			return !in
-		}
-	case "matches":
-		if o.kind != gjson.String {
-			return nil, fieldErr("value", "matches needs a regular expression string, got %s", o.source)
-		}
-		if _, err := regexp.Compile(o.str); err != nil {
-			return nil, fieldErr("value", "bad regular expression: %v", err)
-		}
-		// matches is anchored: the expression must match the whole string.
-		re := regexp.MustCompile(`^(?:` + o.str + `)$`)
-		c.test = func(r gjson.Result) bool {
-			switch r.Type {
-			case gjson.String:
-				return re.MatchString(r.Str)
-			case gjson.Number, gjson.True, gjson.False:
-				return re.MatchString(r.Raw)
-			}
-			return false
-		}
-	case "contains":
-		c.test = func(r gjson.Result) bool {
-			switch {
-			case r.Type == gjson.String:
-				return o.kind == gjson.String && strings.Contains(r.Str, o.str)
-			case r.IsArray():
-				found := false
-				r.ForEach(func(_, e gjson.Result) bool {
-					found = o.equal(e)
-					return !found
-				})
-				return found
-			}
-			return false
-		}
-	default:
-		return nil, fieldErr("op", "unknown operator %q (want one of %s)", cs.Op, strings.Join(Operators, ", "))
+	if c.test, err = op.Compile(args); err != nil {
+		return nil, fieldErr("value", "%v", err)
 	}
 	return c, nil
-}
-
-func isOperator(op string) bool {
-	for _, o := range Operators {
-		if o == op {
-			return true
-		}
-	}
-	return false
-}
-
-// checkPath reports a gjson path that cannot be what the user meant: empty
-// components, a dangling escape or modifier, unbalanced brackets.
-func checkPath(p string) error {
-	if p == "" {
-		return errors.New("empty path")
-	}
-	depth, inQuote := 0, false
-	prev := byte('.')
-	for i := 0; i < len(p); i++ {
-		ch := p[i]
-		if inQuote {
-			switch ch {
-			case '\\':
-				i++
-			case '"':
-				inQuote = false
-			}
-			continue
-		}
-		switch ch {
-		case '\\':
-			if i == len(p)-1 {
-				return fmt.Errorf("path %q ends with an escape character", p)
-			}
-			i++
-			prev = 'a'
-			continue
-		case '"':
-			if depth > 0 {
-				inQuote = true
-			}
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-			if depth < 0 {
-				return fmt.Errorf("path %q has an unbalanced %q", p, ch)
-			}
-		case '.', '|':
-			if depth == 0 && (prev == '.' || prev == '|') {
-				return fmt.Errorf("path %q has an empty component (escape a literal dot as \\.)", p)
-			}
-		}
-		prev = ch
-	}
-	if depth != 0 || inQuote {
-		return fmt.Errorf("path %q has an unclosed bracket or quote", p)
-	}
-	if prev == '.' || prev == '|' {
-		return fmt.Errorf("path %q ends with %q", p, string(prev))
-	}
-	return nil
-}
-
-// checkPlainPath is checkPath for paths that dynwatch walks itself (redaction):
-// keys separated by dots, with \. for a literal dot; no queries or wildcards.
-func checkPlainPath(p string) error {
-	if err := checkPath(p); err != nil {
-		return err
-	}
-	for _, k := range splitPlainPath(p) {
-		if strings.ContainsAny(k, "*?#|@()[]{}!") {
-			return fmt.Errorf("path %q: only plain keys separated by dots are allowed here", p)
-		}
-	}
-	return nil
-}
-
-// splitPlainPath splits a dotted path, honouring \. as a literal dot.
-func splitPlainPath(p string) []string {
-	var keys []string
-	var b strings.Builder
-	for i := 0; i < len(p); i++ {
-		switch {
-		case p[i] == '\\' && i+1 < len(p):
-			i++
-			b.WriteByte(p[i])
-		case p[i] == '.':
-			keys = append(keys, b.String())
-			b.Reset()
-		default:
-			b.WriteByte(p[i])
-		}
-	}
-	return append(keys, b.String())
 }

@@ -1,13 +1,18 @@
 package rules
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/tidwall/gjson"
+
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/payload"
 )
 
 // cond compiles one condition written as YAML flow, e.g. `{path: a, op: eq, value: 1}`.
@@ -17,11 +22,22 @@ func cond(t *testing.T, src string) *condition {
 	if err := yaml.Unmarshal([]byte(src), &node); err != nil {
 		t.Fatal(err)
 	}
-	d := &decoder{file: "t", lines: map[string]int{}}
-	var cs ConditionSpec
-	d.decode(&node, reflectValue(&cs), "")
-	if len(d.problems) > 0 {
-		t.Fatal(d.problems)
+	var cs config.ConditionSpec
+	m := node.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i].Value, m.Content[i+1]
+		switch k {
+		case "path":
+			cs.Path = v.Value
+		case "op":
+			cs.Op = v.Value
+		case "object":
+			cs.Object = v.Value
+		case "value":
+			cs.Value = config.Value{Node: v}
+		default:
+			t.Fatalf("unknown key %q", k)
+		}
 	}
 	c, err := compileCondition(cs)
 	if err != nil {
@@ -105,30 +121,22 @@ func TestOldObjectCondition(t *testing.T) {
 	}
 }
 
-func TestChangedPaths(t *testing.T) {
-	old := `{"metadata":{"resourceVersion":"1","labels":{"a":"1"},"managedFields":[{"x":1}]},
-	         "spec":{"replicas":1,"template":{"containers":[{"image":"a"},{"image":"b"}]},"gone":{"x":1,"y":[]}}}`
-	new := `{"metadata":{"resourceVersion":"2","labels":{"a":"1","b.c":"2"},"managedFields":[{"x":2}]},
-	         "spec":{"replicas":3,"template":{"containers":[{"image":"a"},{"image":"c"},{"image":"d"}]}}}`
-	got := ChangedPaths([]byte(old), []byte(new))
-	want := []string{
-		`metadata.labels.b\.c`,
-		"spec.gone.x",
-		"spec.gone.y",
-		"spec.replicas",
-		"spec.template.containers.1.image",
-		"spec.template.containers.2.image",
+// compile loads a config file's content and compiles its rules.
+func compile(t *testing.T, src string) []*Rule {
+	t.Helper()
+	f, err := config.Parse("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("ChangedPaths:\n got %s\nwant %s", strings.Join(got, " "), strings.Join(want, " "))
+	rs, ps := Compile(f)
+	if len(ps) > 0 {
+		t.Fatal(ps)
 	}
-	if got := ChangedPaths([]byte(old), []byte(old)); len(got) != 0 {
-		t.Errorf("no change: got %v", got)
-	}
+	return rs
 }
 
 func TestRuleMatch(t *testing.T) {
-	f, err := Parse("t.yaml", []byte(`
+	rs := compile(t, `
 apiVersion: dynwatch/v1alpha1
 actions: [{name: out, log: {}}]
 rules:
@@ -140,11 +148,8 @@ rules:
     changed: [spec.replicas]
     fields: {replicas: spec.replicas, missing: spec.nope}
     actions: [out]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := f.Rules[0]
+`)
+	r := rs[0]
 	base := `{"metadata":{"labels":{"team":"payments"}},"spec":{"replicas":%d}}`
 	mk := func(n int) []byte { return []byte(strings.Replace(base, "%d", string(rune('0'+n)), 1)) }
 	tests := []struct {
@@ -160,13 +165,13 @@ rules:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := r.Match(&tt.ev); got != tt.want {
+			if got := r.Fires(&tt.ev, nil); got != tt.want {
 				t.Errorf("Match = %v, want %v", got, tt.want)
 			}
 		})
 	}
 	ev := tests[0].ev
-	pl := r.Payload(f.Prepare(&ev))
+	pl := r.Payload(payload.Prepare(payload.NewRedactor(config.DefaultRedact()), &ev))
 	if string(pl.Fields["replicas"]) != "3" || string(pl.Fields["missing"]) != "null" {
 		t.Errorf("fields = %s", pl.Fields)
 	}
@@ -175,26 +180,48 @@ rules:
 	}
 }
 
-func TestRedact(t *testing.T) {
-	f, err := Parse("t.yaml", []byte("apiVersion: dynwatch/v1alpha1\nactions: [{name: out, log: {}}]\nrules: [{name: r, resources: [{kind: Secret}], actions: [out]}]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret := event.Resource{Version: "v1", Resource: "secrets", Kind: "Secret", Namespaced: true}
-	obj := []byte(`{"kind":"Secret","data":{"password":"U0VOVElORUw="},"metadata":{"name":"s","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"stringData\":{\"password\":\"SENTINEL\"}}","keep":"me"}}}`)
-	got := string(f.Redactor.Redact(secret, obj))
-	for _, leak := range []string{"U0VOVElORUw=", "SENTINEL"} {
-		if strings.Contains(got, leak) {
-			t.Errorf("redacted object still holds %q: %s", leak, got)
+// An operator is one row of the table: registering one (here a test-only
+// startsWith with the symbol ^=) makes it compile in `when`, and lists it in
+// Operators and tail's Symbols, with no other edit.
+func TestOperatorTableRow(t *testing.T) {
+	saved := slices.Clone(operators)
+	t.Cleanup(func() { operators = saved })
+	operators = append(operators, Operator{Name: "startsWith", Symbol: "^=", Arity: OneValue, Compile: func(a Args) (func(gjson.Result) bool, error) {
+		if a.One.kind != gjson.String {
+			return nil, errors.New("startsWith needs a string")
 		}
+		prefix := a.One.str
+		return func(r gjson.Result) bool { return r.Type == gjson.String && strings.HasPrefix(r.Str, prefix) }, nil
+	}})
+	if !slices.Contains(Operators(), "startsWith") {
+		t.Errorf("Operators() = %v", Operators())
 	}
-	for _, keep := range []string{`"password":"<redacted>"`, `"keep":"me"`} {
-		if !strings.Contains(got, keep) {
-			t.Errorf("redacted object lacks %s: %s", keep, got)
+	if !slices.ContainsFunc(Symbols(), func(o Operator) bool { return o.Symbol == "^=" && o.Name == "startsWith" }) {
+		t.Error("Symbols() lacks ^=")
+	}
+	c := cond(t, `{path: spec.name, op: startsWith, value: web-}`)
+	if !c.holds([]byte(obj), nil) {
+		t.Error("startsWith web- does not hold on web-api")
+	}
+	if c := cond(t, `{path: spec.name, op: startsWith, value: api}`); c.holds([]byte(obj), nil) {
+		t.Error("startsWith api holds on web-api")
+	}
+	if _, err := compileCondition(config.ConditionSpec{Path: "a", Op: "startsWith"}); err == nil || !strings.Contains(err.Error(), "required for startsWith") {
+		t.Errorf("missing value: %v", err)
+	}
+}
+
+// A matches value that is valid alone but not once anchored is a problem at
+// load, never a panic.
+func TestMatchesAnchoringIsChecked(t *testing.T) {
+	for _, v := range []string{`'\Qfoo'`, `'(a'`} {
+		var node yaml.Node
+		if err := yaml.Unmarshal([]byte(v), &node); err != nil {
+			t.Fatal(err)
 		}
-	}
-	cm := event.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
-	if got := f.Redactor.Redact(cm, obj); &got[0] != &obj[0] {
-		t.Error("a ConfigMap was copied; only configured kinds should be touched")
+		_, err := compileCondition(config.ConditionSpec{Path: "a", Op: "matches", Value: config.Value{Node: node.Content[0]}})
+		if err == nil || !strings.Contains(err.Error(), "bad regular expression") {
+			t.Errorf("%s: %v", v, err)
+		}
 	}
 }

@@ -1,9 +1,7 @@
 package rules
 
 import (
-	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -11,8 +9,10 @@ import (
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/payload"
 )
 
 type onMask uint8
@@ -24,10 +24,6 @@ const (
 )
 
 var onBits = map[event.Type]onMask{event.Add: onAdd, event.Update: onUpdate, event.Delete: onDelete}
-
-type field struct {
-	name, path string
-}
 
 // Rule is a compiled rule: everything that can be checked or prepared at load
 // time has been.
@@ -47,7 +43,183 @@ type Rule struct {
 	on      onMask
 	conds   []*condition
 	changed []string
-	fields  []field
+	fields  []payload.Field
+}
+
+// Added names, per reload epoch, the rules that reload added: the objects that
+// informers started by a reload list are new only to those rules.
+type Added map[uint64]map[string]bool
+
+// Step is one check of a rule on an event, with what was found and whether it held.
+type Step struct {
+	// Check names the check as the config writes it, e.g. "when[0] spec.replicas gt 5".
+	Check string
+	// Found is what the check saw.
+	Found string
+	Held  bool
+}
+
+// Fires decides whether the event fires the rule: the one place that decides
+// it, for run, tail and test alike. The caller has already checked that the
+// rule selects the event's resource.
+func (r *Rule) Fires(ev *event.Event, added Added) bool { return r.decide(ev, added, nil) }
+
+// Explain is Fires recording every check it makes, in order, with what it found
+// and whether it held; unlike Fires it goes on past a failed check, so that
+// every check is shown. The verdict is Fires' by construction.
+func (r *Rule) Explain(ev *event.Event, added Added) (bool, []Step) {
+	var steps []Step
+	fires := r.decide(ev, added, &steps)
+	return fires, steps
+}
+
+// Holds reports whether the event's object is in the rule's namespaces, matches
+// its label selector and satisfies every condition: what audit asks of the
+// objects that exist now, whatever the event type.
+func (r *Rule) Holds(ev *event.Event) bool { return r.holds(ev, nil) }
+
+// decide runs every check of the rule on ev; with rec it records each one and
+// does not stop at the first that fails.
+func (r *Rule) decide(ev *event.Event, added Added, rec *[]Step) bool {
+	ok := r.originAllows(ev, added, rec)
+	if !ok && rec == nil {
+		return false
+	}
+	ok = r.onAllows(ev, rec) && ok
+	if !ok && rec == nil {
+		return false
+	}
+	ok = r.holds(ev, rec) && ok
+	if !ok && rec == nil {
+		return false
+	}
+	return r.changedHolds(ev, rec) && ok
+}
+
+// originAllows decides by where the event came from: a relist after a version
+// move fires nothing; an initial list fires only rules with onStart: all (and,
+// after a reload, only the rules it added); a replay only onStart: diff.
+func (r *Rule) originAllows(ev *event.Event, added Added, rec *[]Step) bool {
+	var held bool
+	found := ev.Origin.String()
+	switch ev.Origin {
+	case event.Live:
+		return true // not recorded: the common case needs no step
+	case event.Relist:
+		found += " after a version move: nothing in it is new"
+	case event.InitialList:
+		switch {
+		case ev.Epoch > 0 && !added[ev.Epoch][r.Name]:
+			found += " of a reload that did not add this rule"
+		case r.OnStart != config.OnStartAll:
+			found += fmt.Sprintf(" (onStart: %s fires on it only with all)", r.OnStart)
+		default:
+			held = true
+		}
+	case event.Replay:
+		held = r.OnStart == config.OnStartDiff
+		found += fmt.Sprintf(" (onStart: %s)", r.OnStart)
+	}
+	record(rec, "origin", found, held)
+	return held
+}
+
+func (r *Rule) onAllows(ev *event.Event, rec *[]Step) bool {
+	held := r.on&onBits[ev.Type] != 0
+	if rec != nil {
+		var on []string
+		for _, t := range []event.Type{event.Add, event.Update, event.Delete} {
+			if r.on&onBits[t] != 0 {
+				on = append(on, string(t))
+			}
+		}
+		record(rec, "on ["+strings.Join(on, ", ")+"]", string(ev.Type), held)
+	}
+	return held
+}
+
+func (r *Rule) holds(ev *event.Event, rec *[]Step) bool {
+	ok := true
+	if r.Namespaces != nil {
+		held := r.InNamespace(ev.Namespace)
+		record(rec, "namespaces ["+strings.Join(r.Namespaces, ", ")+"]", fmt.Sprintf("%q", ev.Namespace), held)
+		if ok = held; !ok && rec == nil {
+			return false
+		}
+	}
+	if !r.LabelSelector.Empty() {
+		set := objectLabels(ev.Object)
+		held := r.LabelSelector.Matches(set)
+		record(rec, "labelSelector "+r.LabelSelector.String(), set.String(), held)
+		if ok = held && ok; !ok && rec == nil {
+			return false
+		}
+	}
+	for i, c := range r.conds {
+		held := c.holds(ev.Object, ev.OldObject)
+		if rec != nil {
+			check, found := c.explain(i, ev)
+			record(rec, check, found, held)
+		}
+		if ok = held && ok; !ok && rec == nil {
+			return false
+		}
+	}
+	return ok
+}
+
+// changedHolds reports whether an update changed a value at one of the rule's
+// changed paths; it holds for every other event, and when the rule has none.
+func (r *Rule) changedHolds(ev *event.Event, rec *[]Step) bool {
+	if len(r.changed) == 0 {
+		return true
+	}
+	if ev.Type != event.Update {
+		record(rec, "changed ["+strings.Join(r.changed, ", ")+"]", "not an update: changed does not apply", true)
+		return true
+	}
+	var diffs []string
+	for _, p := range r.changed {
+		o, n := gjson.GetBytes(ev.OldObject, p), gjson.GetBytes(ev.Object, p)
+		if o.Raw != n.Raw {
+			if rec == nil {
+				return true
+			}
+			diffs = append(diffs, fmt.Sprintf("%s: %s -> %s", p, rawOr(o), rawOr(n)))
+		}
+	}
+	found := strings.Join(diffs, "; ")
+	if found == "" {
+		found = "no value at these paths changed"
+	}
+	record(rec, "changed ["+strings.Join(r.changed, ", ")+"]", found, len(diffs) > 0)
+	return len(diffs) > 0
+}
+
+func record(rec *[]Step, check, found string, held bool) {
+	if rec != nil {
+		*rec = append(*rec, Step{Check: check, Found: found, Held: held})
+	}
+}
+
+// explain names condition i as the config writes it, and what it found.
+func (c *condition) explain(i int, ev *event.Event) (check, found string) {
+	doc, which := ev.Object, ""
+	if c.old {
+		doc, which = ev.OldObject, " (old object)"
+	}
+	found = "nothing (the path is missing)"
+	if doc == nil {
+		found = "nothing (no old object: only updates have one)"
+	} else if v := gjson.GetBytes(doc, c.spec.Path); v.Exists() {
+		found = v.Raw
+	}
+	check = fmt.Sprintf("when[%d] %s%s %s", i, c.spec.Path, which, c.spec.Op)
+	if c.spec.Value.IsSet() {
+		v, _ := yamlText(c.spec.Value)
+		check += " " + v
+	}
+	return check, found
 }
 
 // InNamespace reports whether the rule covers objects in ns; cluster-scoped
@@ -69,65 +241,23 @@ func (r *Rule) Paths() []string {
 	}
 	ps = append(ps, r.changed...)
 	for _, f := range r.fields {
-		ps = append(ps, f.path)
+		ps = append(ps, f.Path)
 	}
 	return ps
-}
-
-// Match decides whether the event fires the rule. The caller has already checked
-// that the rule selects the event's resource.
-func (r *Rule) Match(ev *event.Event) bool {
-	if r.on&onBits[ev.Type] == 0 || ev.Relisted {
-		return false
-	}
-	if ev.Initial && r.OnStart != OnStartAll {
-		return false
-	}
-	if ev.Replay && r.OnStart != OnStartDiff {
-		return false // replays are what onStart: diff fires
-	}
-	return r.Holds(ev) && r.ChangedHolds(ev)
-}
-
-// Holds reports whether the event's object is in the rule's namespaces, matches
-// its label selector and satisfies every condition: what audit asks of the
-// objects that exist now, whatever the event type.
-func (r *Rule) Holds(ev *event.Event) bool {
-	if !r.InNamespace(ev.Namespace) {
-		return false
-	}
-	if !r.LabelSelector.Empty() && !r.LabelSelector.Matches(objectLabels(ev.Object)) {
-		return false
-	}
-	for _, c := range r.conds {
-		if !c.holds(ev.Object, ev.OldObject) {
-			return false
-		}
-	}
-	return true
-}
-
-// ChangedHolds reports whether an update changed a value at one of the rule's
-// changed paths; it holds for every other event, and when the rule has none.
-func (r *Rule) ChangedHolds(ev *event.Event) bool {
-	if ev.Type != event.Update || len(r.changed) == 0 {
-		return true
-	}
-	for _, p := range r.changed {
-		if gjson.GetBytes(ev.Object, p).Raw != gjson.GetBytes(ev.OldObject, p).Raw {
-			return true
-		}
-	}
-	return false
 }
 
 // FieldNames returns the names of the rule's fields, sorted.
 func (r *Rule) FieldNames() []string {
 	names := make([]string, len(r.fields))
 	for i, f := range r.fields {
-		names[i] = f.name
+		names[i] = f.Name
 	}
 	return names
+}
+
+// Payload builds the payload of the prepared event for r.
+func (r *Rule) Payload(p *payload.Prepared) *event.Payload {
+	return payload.Build(p, r.Name, r.fields)
 }
 
 func objectLabels(obj []byte) labels.Set {
@@ -139,75 +269,6 @@ func objectLabels(obj []byte) labels.Set {
 	return set
 }
 
-// Step is one check of a rule on an event, with what was found and whether it held.
-type Step struct {
-	// Check names the check as the config writes it, e.g. "when[0] spec.replicas gt 5".
-	Check string
-	// Found is what the check saw.
-	Found string
-	Held  bool
-}
-
-// Explain evaluates every check of the rule on the event, in the order Match
-// makes them, and reports each one; the rule fires when all hold.
-func (r *Rule) Explain(ev *event.Event) []Step {
-	var steps []Step
-	var on []string
-	for _, t := range []event.Type{event.Add, event.Update, event.Delete} {
-		if r.on&onBits[t] != 0 {
-			on = append(on, string(t))
-		}
-	}
-	steps = append(steps, Step{Check: "on [" + strings.Join(on, ", ") + "]", Found: string(ev.Type), Held: r.on&onBits[ev.Type] != 0})
-	if r.Namespaces != nil {
-		steps = append(steps, Step{Check: "namespaces [" + strings.Join(r.Namespaces, ", ") + "]", Found: fmt.Sprintf("%q", ev.Namespace), Held: r.InNamespace(ev.Namespace)})
-	}
-	if !r.LabelSelector.Empty() {
-		set := objectLabels(ev.Object)
-		steps = append(steps, Step{Check: "labelSelector " + r.LabelSelector.String(), Found: set.String(), Held: r.LabelSelector.Matches(set)})
-	}
-	for i, c := range r.conds {
-		doc, which := ev.Object, ""
-		if c.old {
-			doc, which = ev.OldObject, " (old object)"
-		}
-		found := "nothing (the path is missing)"
-		if doc != nil {
-			if v := gjson.GetBytes(doc, c.spec.Path); v.Exists() {
-				found = v.Raw
-			}
-		} else {
-			found = "nothing (no old object: only updates have one)"
-		}
-		check := fmt.Sprintf("when[%d] %s%s %s", i, c.spec.Path, which, c.spec.Op)
-		if c.spec.Value.IsSet() {
-			v, _ := yamlText(c.spec.Value)
-			check += " " + v
-		}
-		steps = append(steps, Step{Check: check, Found: found, Held: c.holds(ev.Object, ev.OldObject)})
-	}
-	if len(r.changed) > 0 {
-		var diffs []string
-		if ev.Type == event.Update {
-			for _, p := range r.changed {
-				o, n := gjson.GetBytes(ev.OldObject, p), gjson.GetBytes(ev.Object, p)
-				if o.Raw != n.Raw {
-					diffs = append(diffs, fmt.Sprintf("%s: %s -> %s", p, rawOr(o), rawOr(n)))
-				}
-			}
-		}
-		found := strings.Join(diffs, "; ")
-		switch {
-		case ev.Type != event.Update:
-			found = "not an update: changed does not apply"
-		case found == "":
-			found = "no value at these paths changed"
-		}
-		steps = append(steps, Step{Check: "changed [" + strings.Join(r.changed, ", ") + "]", Found: found, Held: r.ChangedHolds(ev)})
-	}
-	return steps
-}
-
 func rawOr(r gjson.Result) string {
 	if !r.Exists() {
 		return "(missing)"
@@ -215,88 +276,7 @@ func rawOr(r gjson.Result) string {
 	return r.Raw
 }
 
-func yamlText(v Value) (string, error) {
+func yamlText(v config.Value) (string, error) {
 	b, err := yaml.Marshal(v.Node)
 	return strings.TrimSpace(string(b)), err
-}
-
-// Prepared is an event made ready for payloads: objects redacted and the changed
-// paths computed, once, however many rules it matches.
-type Prepared struct {
-	Event     *event.Event
-	Object    []byte
-	OldObject []byte
-	Changed   []string
-}
-
-// Prepare redacts the event's objects and, for updates, computes the changed paths.
-func (f *File) Prepare(ev *event.Event) *Prepared { return Prepare(f.Redactor, ev) }
-
-// Prepare redacts the event's objects with red and, for updates, computes the
-// changed paths.
-func Prepare(red *Redactor, ev *event.Event) *Prepared {
-	p := &Prepared{
-		Event:     ev,
-		Object:    red.Redact(ev.Resource, ev.Object),
-		OldObject: red.Redact(ev.Resource, ev.OldObject),
-	}
-	switch {
-	case ev.Type != event.Update:
-	case ev.OldPaths != nil:
-		// Only the recorded paths are known of the old state.
-		for _, path := range ev.OldPaths {
-			if gjson.GetBytes(ev.OldObject, path).Raw != gjson.GetBytes(ev.Object, path).Raw {
-				p.Changed = append(p.Changed, path)
-			}
-		}
-		slices.Sort(p.Changed)
-	default:
-		p.Changed = ChangedPaths(ev.OldObject, ev.Object)
-	}
-	return p
-}
-
-// Payload builds the SPEC §4 payload of the prepared event for rule r.
-func (r *Rule) Payload(p *Prepared) *event.Payload {
-	ev := p.Event
-	pl := &event.Payload{
-		ID:              ev.ID(),
-		Time:            ev.Time.UTC().Format(event.TimeFormat),
-		Type:            ev.Type,
-		Replay:          ev.Replay,
-		Rule:            r.Name,
-		Resource:        ev.Resource,
-		Namespace:       ev.Namespace,
-		Name:            ev.Name,
-		UID:             ev.UID,
-		ResourceVersion: ev.ResourceVersion,
-		Changed:         p.Changed,
-		Object:          p.Object,
-		OldObject:       p.OldObject,
-	}
-	if len(r.fields) > 0 {
-		pl.Fields = make(map[string]json.RawMessage, len(r.fields))
-		for _, f := range r.fields {
-			v := gjson.GetBytes(p.Object, f.path)
-			if v.Exists() {
-				pl.Fields[f.name] = json.RawMessage(v.Raw)
-			} else {
-				pl.Fields[f.name] = json.RawMessage("null")
-			}
-		}
-	}
-	return pl
-}
-
-// Delivery encodes the payload once for every action of the rule.
-func Delivery(pl *event.Payload, key string) (*event.Delivery, error) {
-	b, err := marshal(pl)
-	if err != nil {
-		return nil, err
-	}
-	return &event.Delivery{Payload: pl, JSON: b, Key: key}, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
 }

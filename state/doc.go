@@ -2,9 +2,10 @@ package state
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/dynwatch/dynwatch/fieldpath"
 )
 
 // Values reads the value at each path from obj; missing paths are left out.
@@ -25,7 +26,7 @@ func Values(obj []byte, paths []string) map[string]json.RawMessage {
 func Doc(vals map[string]json.RawMessage) []byte {
 	root := map[string]any{}
 	for p, v := range vals {
-		keys, ok := plainKeys(p)
+		keys, ok := fieldpath.Split(p)
 		if !ok {
 			continue
 		}
@@ -42,32 +43,4 @@ func Doc(vals map[string]json.RawMessage) []byte {
 	}
 	b, _ := json.Marshal(root)
 	return b
-}
-
-// plainKeys splits a dotted gjson path into keys, honouring escapes; ok is false
-// for paths that use gjson's query, wildcard or modifier syntax.
-func plainKeys(p string) ([]string, bool) {
-	var keys []string
-	var b strings.Builder
-	for i := 0; i < len(p); i++ {
-		switch c := p[i]; {
-		case c == '\\' && i+1 < len(p):
-			i++
-			b.WriteByte(p[i])
-		case c == '.':
-			keys = append(keys, b.String())
-			b.Reset()
-		case strings.IndexByte("*?#|@()[]{}!=<>", c) >= 0:
-			return nil, false
-		default:
-			b.WriteByte(c)
-		}
-	}
-	keys = append(keys, b.String())
-	for _, k := range keys {
-		if k == "" {
-			return nil, false
-		}
-	}
-	return keys, true
 }

@@ -169,17 +169,19 @@ func (s *Store) View(f func(*Tx) error) error {
 	return s.db.View(func(tx *bolt.Tx) error { return f(&Tx{tx: tx}) })
 }
 
-func (t *Tx) objects(scope string, create bool) (*bolt.Bucket, error) {
-	root := t.tx.Bucket(bucketObjects)
-	if !create {
-		return root.Bucket([]byte(scope)), nil
-	}
-	return root.CreateBucketIfNotExists([]byte(scope))
+// objects returns the bucket of scope's records, nil when there is none.
+func (t *Tx) objects(scope string) *bolt.Bucket {
+	return t.tx.Bucket(bucketObjects).Bucket([]byte(scope))
+}
+
+// createObjects returns the bucket of scope's records, made if need be.
+func (t *Tx) createObjects(scope string) (*bolt.Bucket, error) {
+	return t.tx.Bucket(bucketObjects).CreateBucketIfNotExists([]byte(scope))
 }
 
 // Get returns the record of the object uid of scope, or nil.
 func (t *Tx) Get(scope, uid string) (*Record, error) {
-	b, _ := t.objects(scope, false)
+	b := t.objects(scope)
 	if b == nil {
 		return nil, nil
 	}
@@ -196,7 +198,7 @@ func (t *Tx) Get(scope, uid string) (*Record, error) {
 
 // Put records the object uid of scope.
 func (t *Tx) Put(scope, uid string, r *Record) error {
-	b, err := t.objects(scope, true)
+	b, err := t.createObjects(scope)
 	if err != nil {
 		return err
 	}
@@ -209,7 +211,7 @@ func (t *Tx) Put(scope, uid string, r *Record) error {
 
 // Delete forgets the object uid of scope.
 func (t *Tx) Delete(scope, uid string) error {
-	b, _ := t.objects(scope, false)
+	b := t.objects(scope)
 	if b == nil {
 		return nil
 	}
@@ -218,7 +220,7 @@ func (t *Tx) Delete(scope, uid string) error {
 
 // ForEach calls f with every record of scope.
 func (t *Tx) ForEach(scope string, f func(uid string, r *Record) error) error {
-	b, _ := t.objects(scope, false)
+	b := t.objects(scope)
 	if b == nil {
 		return nil
 	}

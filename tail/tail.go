@@ -18,9 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/payload"
 	"github.com/dynwatch/dynwatch/rules"
 )
 
@@ -34,43 +36,39 @@ or 'PATH' (the path exists) or '!PATH' (it does not). VALUE is read as JSON when
 metadata.labels.app\.kubernetes\.io/name. Examples: --where 'spec.replicas > 3'
 --where 'status.phase == Running' --where '!spec.paused'`
 
-var whereOps = []struct{ sym, op string }{
-	// Two-character operators first, so that ">=" is not read as ">".
-	{"==", "eq"}, {"!=", "ne"}, {">=", "gte"}, {"<=", "lte"}, {"=~", "matches"}, {">", "gt"}, {"<", "lt"},
-}
-
 // ParseWhere reads one --where expression into a condition.
-func ParseWhere(expr string) (rules.ConditionSpec, error) {
+func ParseWhere(expr string) (config.ConditionSpec, error) {
 	expr = strings.TrimSpace(expr)
+	whereOps := rules.Symbols()
 	best, at := -1, -1
 	for i, o := range whereOps {
-		if j := strings.Index(expr, " "+o.sym+" "); j >= 0 && (at < 0 || j < at) {
+		if j := strings.Index(expr, " "+o.Symbol+" "); j >= 0 && (at < 0 || j < at) {
 			best, at = i, j
 		}
 	}
 	if best < 0 {
 		for i, o := range whereOps {
-			if j := strings.Index(expr, o.sym); j > 0 && (at < 0 || j < at) {
+			if j := strings.Index(expr, o.Symbol); j > 0 && (at < 0 || j < at) {
 				best, at = i, j
 			}
 		}
 	}
 	if best < 0 {
 		if strings.ContainsAny(expr, " \t") || expr == "" || expr == "!" {
-			return rules.ConditionSpec{}, fmt.Errorf("cannot read %q: no operator", expr)
+			return config.ConditionSpec{}, fmt.Errorf("cannot read %q: no operator", expr)
 		}
 		if p, ok := strings.CutPrefix(expr, "!"); ok {
-			return rules.ConditionSpec{Path: p, Op: "notExists"}, nil
+			return config.ConditionSpec{Path: p, Op: "notExists"}, nil
 		}
-		return rules.ConditionSpec{Path: expr, Op: "exists"}, nil
+		return config.ConditionSpec{Path: expr, Op: "exists"}, nil
 	}
 	o := whereOps[best]
 	path := strings.TrimSpace(expr[:at])
-	raw := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(expr[at:]), o.sym))
+	raw := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(expr[at:]), o.Symbol))
 	if path == "" || raw == "" {
-		return rules.ConditionSpec{}, fmt.Errorf("cannot read %q: want PATH %s VALUE", expr, o.sym)
+		return config.ConditionSpec{}, fmt.Errorf("cannot read %q: want PATH %s VALUE", expr, o.Symbol)
 	}
-	return rules.ConditionSpec{Path: path, Op: o.op, Value: rules.Value{Node: valueNode(raw, o.op == "matches")}}, nil
+	return config.ConditionSpec{Path: path, Op: o.Name, Value: config.Value{Node: valueNode(raw, o.Name == "matches")}}, nil
 }
 
 // valueNode reads VALUE as JSON when it parses, else as a string; a regexp is
@@ -117,7 +115,7 @@ type Options struct {
 	Resources     []discovery.Resource
 	Namespace     string // "" = all namespaces
 	LabelSelector string
-	Where         []rules.ConditionSpec
+	Where         []config.ConditionSpec
 	Columns       []Column
 	Output        string // table or json
 	Initial       bool   // also print the objects that exist at start
@@ -128,12 +126,12 @@ type Options struct {
 
 // Rule compiles the options' filters into the rule tail evaluates.
 func (o *Options) Rule() (*rules.Rule, error) {
-	spec := rules.RuleSpec{Name: RuleName, LabelSelector: o.LabelSelector, When: o.Where, Actions: []string{RuleName}, OnStart: rules.OnStartNone}
+	spec := config.RuleSpec{Name: RuleName, LabelSelector: o.LabelSelector, When: o.Where, Actions: []string{RuleName}, OnStart: config.OnStartNone}
 	if o.Initial {
-		spec.OnStart = rules.OnStartAll
+		spec.OnStart = config.OnStartAll
 	}
 	// tail's informers watch exactly o.Resources; the rule only filters.
-	spec.Resources = []rules.Selector{{Resource: "*"}}
+	spec.Resources = []config.Selector{{Resource: "*"}}
 	fields := map[string]string{}
 	for _, c := range o.Columns {
 		fields[c.Name] = c.Path
@@ -157,12 +155,12 @@ func Run(ctx context.Context, client dynamic.Interface, o Options) error {
 		o.Logger = slog.Default()
 	}
 	p := NewPrinter(o)
-	red := rules.NewRedactor(rules.DefaultRedact())
+	red := payload.NewRedactor(config.DefaultRedact())
 	mgr := dyninformer.NewManager(client, func(_ dyninformer.Key, ev *event.Event) {
-		if !rule.Match(ev) {
+		if !rule.Fires(ev, nil) {
 			return
 		}
-		if err := p.Print(rule.Payload(rules.Prepare(red, ev))); err != nil {
+		if err := p.Print(rule.Payload(payload.Prepare(red, ev))); err != nil {
 			o.Logger.Error("write", "err", err)
 		}
 	}, dyninformer.Options{Logger: o.Logger})
@@ -170,7 +168,7 @@ func Run(ctx context.Context, client dynamic.Interface, o Options) error {
 	for _, r := range o.Resources {
 		watches = append(watches, dyninformer.Watch{Resource: r.Ref(), Namespace: o.Namespace})
 	}
-	_, _ = mgr.Set(watches, true)
+	_, _ = mgr.Set(watches, dyninformer.ListsKnown)
 	if err := p.Header(); err != nil {
 		return err
 	}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/event"
-	"github.com/dynwatch/dynwatch/rules"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -84,12 +84,12 @@ func TestWhereSemantics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := Options{Where: []rules.ConditionSpec{c}, Resources: []discovery.Resource{{Version: "v1", Resource: "configmaps"}}}
+		o := Options{Where: []config.ConditionSpec{c}, Resources: []discovery.Resource{{Version: "v1", Resource: "configmaps"}}}
 		r, err := o.Rule()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := r.Match(&event.Event{Type: event.Add, Object: obj}); got != tt.want {
+		if got := r.Fires(&event.Event{Type: event.Add, Object: obj}, nil); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.expr, got, tt.want)
 		}
 	}

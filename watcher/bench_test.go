@@ -12,6 +12,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/rules"
 	"github.com/dynwatch/dynwatch/state"
 )
@@ -21,7 +22,7 @@ import (
 // record and the durable queue entry in one transaction. Compare the two
 // sub-benchmarks with benchstat for the added cost of state.
 func BenchmarkHandle(b *testing.B) {
-	file, err := rules.Parse("bench.yaml", []byte(`apiVersion: dynwatch/v1alpha1
+	file, err := plan.Parse("bench.yaml", []byte(`apiVersion: dynwatch/v1alpha1
 actions: [{name: out, log: {}}]
 rules:
   - name: scaled
@@ -56,9 +57,9 @@ rules:
 				b.Fatal(err)
 			}
 			if w.durable != nil {
-				go w.durable.commitLoop()
+				go w.durable.commits.Run()
 			}
-			p := &pipeline{file: file, index: map[schema.GroupVersionResource][]*rules.Rule{key.GVR: file.Rules}, queues: queueMap(w.queues)}
+			p := &pipeline{file: file, log: w.log, index: map[schema.GroupVersionResource][]*rules.Rule{key.GVR: file.Rules}, queues: queueMap(w.queues)}
 			w.pipe.Store(p)
 			b.ReportAllocs()
 			i := 0
@@ -69,9 +70,9 @@ rules:
 				w.handle(key, ev)
 			}
 			if w.durable != nil {
-				w.durable.flush() // what was submitted is on disk before the clock stops
+				w.durable.commits.Flush() // what was submitted is on disk before the clock stops
 				b.StopTimer()
-				w.durable.close()
+				w.durable.commits.Close()
 			}
 			if st := w.Queue("out").Stats(); st.Enqueued == 0 {
 				b.Fatal("nothing was enqueued")

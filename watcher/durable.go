@@ -3,11 +3,11 @@ package watcher
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -23,20 +23,27 @@ import (
 // transaction as the deliveries its event produced, so a crash at any point
 // either keeps both or neither (and then the next start's diff finds the change).
 type durable struct {
-	store *state.Store
-	// commits are applied by one goroutine, in order, several to a transaction
-	// (group commit): the handler never waits for the disk, and one event's
-	// record and deliveries still land together or not at all.
-	commits chan *commit
-	// closeMu guards closed: once the commit loop is told to finish, a late
-	// submission (a reload racing the shutdown) is refused, not a panic.
-	closeMu sync.RWMutex
-	closed  bool
+	store   *state.Store
+	commits *state.Committer
+	log     *slog.Logger
+	// pipe is the watcher's current pipeline: deliveries go to the queues that
+	// are current once their commit is on disk, not those of when it began.
+	pipe *atomic.Pointer[pipeline]
 
 	mu sync.Mutex
 	// listing holds the watches whose initial list is being compared with the
 	// records: the uids seen so far, and whether the scope had a baseline.
 	listing map[dyninformer.Key]*listing
+}
+
+func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline]) *durable {
+	return &durable{
+		store:   store,
+		commits: state.NewCommitter(store),
+		log:     log,
+		pipe:    pipe,
+		listing: map[dyninformer.Key]*listing{},
+	}
 }
 
 type listing struct {
@@ -70,15 +77,15 @@ func recordPaths(rs []*rules.Rule) []string {
 }
 
 // startListing notes new watches, whose initial lists are compared with the
-// records (known) or recorded as new (not known).
-func (d *durable) startListing(watches []dyninformer.Watch, known bool) {
+// records (known lists) or recorded as new.
+func (d *durable) startListing(watches []dyninformer.Watch, lists dyninformer.Lists) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, w := range watches {
 		scope := scopeOf(w.Resource, w.Namespace)
 		var has bool
 		_ = d.store.View(func(tx *state.Tx) error { has = tx.HasBaseline(scope); return nil })
-		d.listing[w.Key()] = &listing{res: w.Resource, seen: map[string]bool{}, diff: known, baseline: has}
+		d.listing[w.Key()] = &listing{res: w.Resource, seen: map[string]bool{}, diff: lists == dyninformer.ListsKnown, baseline: has}
 	}
 }
 
@@ -86,29 +93,25 @@ func (d *durable) startListing(watches []dyninformer.Watch, known bool) {
 func (d *durable) listingKeys() []dyninformer.Key {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	keys := make([]dyninformer.Key, 0, len(d.listing))
-	for k := range d.listing {
-		keys = append(keys, k)
-	}
-	return keys
+	return slices.Collect(maps.Keys(d.listing))
 }
 
-// handle is Watcher.handle with state: it decides what the event fires (a live
-// event, or during an initial list what changed while dynwatch was down),
-// records the object and persists the deliveries in one transaction, and only
-// then enqueues them.
-func (w *Watcher) handleDurable(p *pipeline, watch dyninformer.Key, ev *event.Event) {
-	d := w.durable
-	rs := p.index[watch.GVR]
+// forget drops the listing of a watch that stopped before it synced.
+func (d *durable) forget(k dyninformer.Key) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.listing, k)
+}
+
+// handle decides what the event fires (a live event, or during an initial
+// list what changed while dynwatch was down), records the object and persists
+// the deliveries in one transaction, and only then enqueues them.
+func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 	scope := scopeOf(ev.Resource, watch.Namespace)
 	paths, ok := p.paths[watch.GVR]
 	if !ok {
 		paths = metaPaths // a resource no rule selects any more: keep who it was
 	}
-
-	var evs []*event.Event
-	var rec *state.Record
-	var out []routed
 	d.mu.Lock()
 	l := d.listing[watch]
 	if l != nil && ev.Type == event.Add {
@@ -116,20 +119,17 @@ func (w *Watcher) handleDurable(p *pipeline, watch dyninformer.Key, ev *event.Ev
 	}
 	d.mu.Unlock()
 
-	d.submit(&commit{fn: func(tx *state.Tx) error {
-		var err error
-		if rec, err = tx.Get(scope, ev.UID); err != nil {
+	var out []routed
+	d.commits.Submit(func(tx *state.Tx) error {
+		rec, err := tx.Get(scope, ev.UID)
+		if err != nil {
 			return err
 		}
-		evs = []*event.Event{ev}
-		if ev.Initial && l != nil && l.diff && l.baseline {
-			if replay := w.replayOf(ev, rec, paths); replay != nil {
-				evs = append(evs, replay)
+		out = p.route(watch.GVR, ev)
+		if ev.Origin == event.InitialList && l != nil && l.diff && l.baseline {
+			if replay := replayOf(ev, rec, paths); replay != nil {
+				out = append(out, p.route(watch.GVR, replay)...)
 			}
-		}
-		out = nil
-		for _, e := range evs {
-			out = append(out, w.route(p, rs, e)...)
 		}
 		if err := persist(tx, out); err != nil {
 			return err
@@ -138,20 +138,20 @@ func (w *Watcher) handleDurable(p *pipeline, watch dyninformer.Key, ev *event.Ev
 			return tx.Delete(scope, ev.UID)
 		}
 		return tx.Put(scope, ev.UID, recordOf(ev, paths))
-	}, after: func(err error) {
+	}, func(err error) {
 		if err != nil {
-			w.log.Error("state: event not recorded; it fires after the next start", "id", ev.ID(), "err", err)
+			d.log.Error("state: event not recorded; it fires after the next start", "id", ev.ID(), "err", err)
 			return
 		}
-		enqueue(p, out)
-	}})
+		enqueue(d.pipe.Load(), out)
+	})
 }
 
 // replayOf returns the event an object of the initial list fires under onStart
 // diff: add when it is new, update when it changed while dynwatch was down.
-func (w *Watcher) replayOf(ev *event.Event, rec *state.Record, paths []string) *event.Event {
+func replayOf(ev *event.Event, rec *state.Record, paths []string) *event.Event {
 	r := *ev
-	r.Initial, r.Replay = false, true
+	r.Origin = event.Replay
 	switch {
 	case rec == nil:
 		return &r
@@ -181,8 +181,7 @@ func recordOf(ev *event.Event, paths []string) *state.Record {
 // finishListing compares the records of a watch whose initial list is complete
 // with what the list held: the objects that went while dynwatch was down fire a
 // replayed delete. Then the scope has a baseline.
-func (w *Watcher) finishListing(k dyninformer.Key) {
-	d := w.durable
+func (d *durable) finishListing(k dyninformer.Key) {
 	d.mu.Lock()
 	l := d.listing[k]
 	if l == nil || l.finishing {
@@ -192,34 +191,24 @@ func (w *Watcher) finishListing(k dyninformer.Key) {
 	l.finishing = true
 	seen := maps.Clone(l.seen) // handlers may still be adding to l.seen
 	d.mu.Unlock()
-	p := w.pipe.Load()
-	rs := p.index[k.GVR]
-	res := l.res
-	scope := scopeOf(res, k.Namespace)
+	p := d.pipe.Load()
+	scope := scopeOf(l.res, k.Namespace)
 	var out []routed
-	d.submit(&commit{fn: func(tx *state.Tx) error {
+	d.commits.Submit(func(tx *state.Tx) error {
 		out = nil
-		var gone []string
-		var recs []*state.Record
+		gone := map[string]*state.Record{}
 		err := tx.ForEach(scope, func(uid string, r *state.Record) error {
 			if !seen[uid] {
-				gone = append(gone, uid)
-				recs = append(recs, r)
+				gone[uid] = r
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for i, uid := range gone {
+		for _, uid := range slices.Sorted(maps.Keys(gone)) {
 			if l.diff && l.baseline {
-				obj := state.Doc(recs[i].Values)
-				ev := &event.Event{
-					Type: event.Delete, Resource: res, Object: obj, Replay: true,
-					Namespace: recs[i].Namespace, Name: recs[i].Name, UID: uid, ResourceVersion: recs[i].ResourceVersion,
-					Time: time.Now(),
-				}
-				out = append(out, w.route(p, rs, ev)...)
+				out = append(out, p.route(k.GVR, replayedDelete(l.res, uid, gone[uid]))...)
 			}
 			if err := tx.Delete(scope, uid); err != nil {
 				return err
@@ -229,142 +218,36 @@ func (w *Watcher) finishListing(k dyninformer.Key) {
 			return err
 		}
 		return tx.SetBaseline(scope)
-	}, after: func(err error) {
-		d.mu.Lock()
-		delete(d.listing, k) // only now is the watch synced, records included
-		d.mu.Unlock()
+	}, func(err error) {
+		d.forget(k) // only now is the watch synced, records included
 		if err != nil {
-			w.log.Error("state: cannot compare the records with the listed objects", "resource", k.String(), "err", err)
+			d.log.Error("state: cannot compare the records with the listed objects", "resource", k.String(), "err", err)
 			return
 		}
-		switch {
-		case !l.diff:
-			w.log.Info("state: new resource recorded", "resource", k.String(), "objects", len(seen))
-		case !l.baseline:
-			w.log.Info("state: baseline recorded; changes fire from now on", "resource", k.String(), "objects", len(seen))
-		default:
-			w.log.Info("state: compared with the records", "resource", k.String(), "objects", len(seen), "replayed", len(out))
-		}
-		enqueue(p, out)
-	}})
+		d.logListed(k, l, len(seen), len(out))
+		enqueue(d.pipe.Load(), out)
+	})
 }
 
-// commit is one change to the state and what follows once it is on disk.
-type commit struct {
-	// fn makes the change; it may run twice (alone, after its batch failed),
-	// so it resets whatever it captures.
-	fn func(*state.Tx) error
-	// after runs once fn's transaction committed (err nil) or failed.
-	after func(err error)
-}
-
-// maxBatch bounds how many commits share one transaction.
-const maxBatch = 256
-
-func (d *durable) submit(c *commit) {
-	d.closeMu.RLock()
-	defer d.closeMu.RUnlock()
-	if d.closed {
-		c.after(errStopped)
-		return
-	}
-	d.commits <- c
-}
-
-// errStopped is what a change submitted during shutdown gets.
-var errStopped = errors.New("dynwatch is stopping")
-
-// close lets the commit loop apply what was submitted and finish.
-func (d *durable) close() {
-	d.closeMu.Lock()
-	defer d.closeMu.Unlock()
-	d.closed = true
-	close(d.commits)
-}
-
-// commitLoop applies commits until the channel is closed, as many as are
-// waiting in one transaction. If a batch fails, its commits are retried one by
-// one, so that one bad event does not take the others with it.
-func (d *durable) commitLoop() {
-	for c := range d.commits {
-		batch := []*commit{c}
-	gather:
-		for len(batch) < maxBatch {
-			select {
-			case c, ok := <-d.commits:
-				if !ok {
-					break gather
-				}
-				batch = append(batch, c)
-			default:
-				break gather
-			}
-		}
-		err := d.store.Update(func(tx *state.Tx) error {
-			for _, c := range batch {
-				if err := c.fn(tx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err == nil || len(batch) == 1 {
-			for _, c := range batch {
-				c.after(err)
-			}
-			continue
-		}
-		for _, c := range batch {
-			c.after(d.store.Update(c.fn))
-		}
+// replayedDelete is the delete of an object that went while dynwatch was down,
+// built from its record.
+func replayedDelete(res event.Resource, uid string, r *state.Record) *event.Event {
+	return &event.Event{
+		Type: event.Delete, Resource: res, Object: state.Doc(r.Values), Origin: event.Replay,
+		Namespace: r.Namespace, Name: r.Name, UID: uid, ResourceVersion: r.ResourceVersion,
+		Time: time.Now(),
 	}
 }
 
-// flush returns once every commit submitted before it has been applied.
-func (d *durable) flush() {
-	done := make(chan struct{})
-	d.submit(&commit{fn: func(*state.Tx) error { return nil }, after: func(error) { close(done) }})
-	<-done
-}
-
-// routed is a delivery on its way to one action.
-type routed struct {
-	action string
-	d      *event.Delivery
-}
-
-// route evaluates the rules of the event's resource and returns a delivery per
-// matching rule and action. The payload is built and encoded once per rule.
-func (w *Watcher) route(p *pipeline, rs []*rules.Rule, ev *event.Event) []routed {
-	var out []routed
-	var prepared *rules.Prepared
-	for _, r := range rs {
-		if ev.Initial && ev.Epoch > 0 && !p.added[ev.Epoch][r.Name] {
-			continue // a reload's lists are new only to the rules it added
-		}
-		if !r.Match(ev) {
-			continue
-		}
-		if prepared == nil {
-			prepared = p.file.Prepare(ev)
-		}
-		d, err := rules.Delivery(r.Payload(prepared), ev.ObjectKey())
-		if err != nil {
-			w.log.Error("encode payload", "id", ev.ID(), "rule", r.Name, "err", err)
-			continue
-		}
-		if w.log.Enabled(context.Background(), slog.LevelDebug) {
-			w.log.Debug("rule matched", "id", d.Payload.ID, "rule", r.Name, "resource", ev.Resource.String(), "namespace", ev.Namespace, "name", ev.Name)
-		}
-		for i, a := range r.Actions {
-			if i > 0 {
-				c := *d // each action has its own place in its own queue
-				d = &c
-			}
-			out = append(out, routed{action: a, d: d})
-		}
+func (d *durable) logListed(k dyninformer.Key, l *listing, objects, replayed int) {
+	switch {
+	case !l.diff:
+		d.log.Info("state: new resource recorded", "resource", k.String(), "objects", objects)
+	case !l.baseline:
+		d.log.Info("state: baseline recorded; changes fire from now on", "resource", k.String(), "objects", objects)
+	default:
+		d.log.Info("state: compared with the records", "resource", k.String(), "objects", objects, "replayed", replayed)
 	}
-	return out
 }
 
 // persist writes the deliveries to their actions' durable queues in tx.
@@ -379,27 +262,16 @@ func persist(tx *state.Tx, rs []routed) error {
 	return nil
 }
 
-// enqueue hands the deliveries to the in-memory queues; it never blocks.
-func enqueue(p *pipeline, rs []routed) {
-	for _, r := range rs {
-		if q := p.queues[r.action]; q != nil {
-			q.Enqueue(r.d)
-		}
-	}
-}
-
-// followListings finishes the listings whose informers have synced, until ctx ends.
-func (w *Watcher) followListings(ctx context.Context) {
+// followListings finishes the listings whose informers have synced, until ctx
+// ends; synced is the informer manager's KeySynced.
+func (d *durable) followListings(ctx context.Context, synced func(dyninformer.Key) (synced, watched bool)) {
 	wait.UntilWithContext(ctx, func(context.Context) {
-		for _, k := range w.durable.listingKeys() {
-			synced, watched := w.mgr.KeySynced(k)
-			switch {
+		for _, k := range d.listingKeys() {
+			switch s, watched := synced(k); {
 			case !watched:
-				w.durable.mu.Lock()
-				delete(w.durable.listing, k)
-				w.durable.mu.Unlock()
-			case synced:
-				w.finishListing(k)
+				d.forget(k)
+			case s:
+				d.finishListing(k)
 			}
 		}
 	}, 100*time.Millisecond)
@@ -407,28 +279,28 @@ func (w *Watcher) followListings(ctx context.Context) {
 
 // loadPending enqueues what the durable queues held at start, in the order it
 // was accepted, before any new event: it is delivered first.
-func (w *Watcher) loadPending() error {
-	pending, err := w.durable.store.Pending()
+func (d *durable) loadPending() error {
+	pending, err := d.store.Pending()
 	if err != nil {
 		return err
 	}
-	p := w.pipe.Load()
+	p := d.pipe.Load()
 	for action, list := range pending {
 		q := p.queues[action]
 		if q == nil {
-			w.log.Warn("state holds undelivered events of an action the config no longer has; they stay on disk", "action", action, "events", len(list))
+			d.log.Warn("state holds undelivered events of an action the config no longer has; they stay on disk", "action", action, "events", len(list))
 			continue
 		}
 		for _, pd := range list {
 			var pl event.Payload
 			if err := json.Unmarshal(pd.JSON, &pl); err != nil {
-				w.log.Error("state: unreadable pending delivery dropped", "action", action, "seq", pd.Seq, "err", err)
-				_ = w.durable.store.Done(action, pd.Seq)
+				d.log.Error("state: unreadable pending delivery dropped", "action", action, "seq", pd.Seq, "err", err)
+				_ = d.store.Done(action, pd.Seq)
 				continue
 			}
 			q.Enqueue(&event.Delivery{Payload: &pl, JSON: pd.JSON, Key: pd.Key, Seq: pd.Seq})
 		}
-		w.log.Info("delivering events left from the last run first", "action", action, "events", len(list))
+		d.log.Info("delivering events left from the last run first", "action", action, "events", len(list))
 	}
 	return nil
 }

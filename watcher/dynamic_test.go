@@ -18,7 +18,7 @@ import (
 	dwdiscovery "github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
-	"github.com/dynwatch/dynwatch/rules"
+	"github.com/dynwatch/dynwatch/plan"
 )
 
 // crd returns a namespaced CRD of group with one version v1 and a free-form spec.
@@ -163,7 +163,7 @@ func TestForbiddenResourceDoesNotStopOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := env.UserConfig(cmOnlyToken)
-	file, err := rules.Parse("t.yaml", []byte(fmt.Sprintf(`
+	file, err := plan.Parse("t.yaml", []byte(fmt.Sprintf(`
 apiVersion: dynwatch/v1alpha1
 actions: [{name: stdout, log: {}}]
 rules:

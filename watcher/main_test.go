@@ -26,7 +26,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/internal/testenv"
-	"github.com/dynwatch/dynwatch/rules"
+	"github.com/dynwatch/dynwatch/plan"
 )
 
 // A token user that tests give narrower RBAC.
@@ -286,7 +286,7 @@ func startLive(t testing.TB, config string) *running {
 
 func startLiveWith(t testing.TB, config string, level slog.Level) *running {
 	t.Helper()
-	file, err := rules.Parse(t.Name()+".yaml", []byte(config))
+	file, err := plan.Parse(t.Name()+".yaml", []byte(config))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -304,7 +304,7 @@ func startLiveWith(t testing.TB, config string, level slog.Level) *running {
 }
 
 // run runs a watcher of file with the given clients until the test ends.
-func run(t testing.TB, file *rules.File, dc dynamic.Interface, disc discovery.DiscoveryInterface, level slog.Level) *running {
+func run(t testing.TB, file *plan.File, dc dynamic.Interface, disc discovery.DiscoveryInterface, level slog.Level) *running {
 	t.Helper()
 	out := newLines()
 	logs := &testenv.Buffer{}

@@ -7,16 +7,17 @@ import (
 	"os"
 	"time"
 
-	"github.com/dynwatch/dynwatch/rules"
+	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/plan"
 )
 
 // ReloadFile loads and validates the config at path and, if it is valid, runs it
 // from now on (see Reload). If it is not, every problem is logged and the running
 // config stays.
 func (w *Watcher) ReloadFile(path string) error {
-	file, err := rules.Load(path)
+	file, err := plan.Load(path)
 	if err != nil {
-		var ps rules.Problems
+		var ps config.Problems
 		if errors.As(err, &ps) {
 			for _, p := range ps {
 				w.log.Error("invalid config: "+p.Msg, "file", p.File, "line", p.Line, "field", p.Path)

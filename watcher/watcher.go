@@ -14,7 +14,6 @@ import (
 	"math"
 	"os"
 	"reflect"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,9 +24,12 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/dynwatch/dynwatch/action"
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/payload"
+	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/rules"
 	"github.com/dynwatch/dynwatch/state"
 )
@@ -60,20 +62,21 @@ type Watcher struct {
 // pipeline is one consistent view of the config: the rules by resource and the
 // queues of their actions. Events read it without locks; changes swap it whole.
 type pipeline struct {
-	file   *rules.File
+	file   *plan.File
+	log    *slog.Logger
 	index  map[schema.GroupVersionResource][]*rules.Rule
 	queues map[string]*action.Queue
 	// paths are, per resource, what restart state records of each object:
 	// every path its rules read, worked out once per config, not per event.
 	paths map[schema.GroupVersionResource][]string
 	// added maps the epoch of each reload to the rules it added: the objects
-	// that exist then are new only to those rules (SPEC §5).
-	added map[uint64]map[string]bool
+	// that exist then are new only to those rules.
+	added rules.Added
 }
 
 // queueRun is an action's queue and what stops it.
 type queueRun struct {
-	spec   rules.ActionSpec
+	spec   config.ActionSpec
 	q      *action.Queue
 	closer io.Closer
 	cancel context.CancelFunc
@@ -93,7 +96,7 @@ type Options struct {
 }
 
 // New builds the actions of file and a watcher for it.
-func New(file *rules.File, dyn dynamic.Interface, disc k8sdiscovery.DiscoveryInterface, opts Options) (*Watcher, error) {
+func New(file *plan.File, dyn dynamic.Interface, disc k8sdiscovery.DiscoveryInterface, opts Options) (*Watcher, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -113,63 +116,73 @@ func New(file *rules.File, dyn dynamic.Interface, disc k8sdiscovery.DiscoveryInt
 		warned:  map[string]bool{},
 	}
 	if opts.Store != nil {
-		w.durable = &durable{store: opts.Store, listing: map[dyninformer.Key]*listing{}, commits: make(chan *commit, 4*maxBatch)}
+		w.durable = newDurable(opts.Store, opts.Logger, &w.pipe)
 	}
 	queues, err := w.buildQueues(file)
 	if err != nil {
 		return nil, err
 	}
 	w.queues = queues
-	w.pipe.Store(&pipeline{file: file, queues: queueMap(queues)})
+	w.pipe.Store(&pipeline{file: file, log: w.log, queues: queueMap(queues)})
 	w.mgr = dyninformer.NewManager(dyn, w.handle, dyninformer.Options{
 		Resync: file.Config.Defaults.Resync.Std(),
 		Logger: opts.Logger,
 	})
 	w.crds = dyninformer.NewManager(dyn, func(dyninformer.Key, *event.Event) { w.kick() }, dyninformer.Options{Logger: opts.Logger})
-	_, _ = w.crds.Set([]dyninformer.Watch{{Resource: CRDResource}}, true)
+	_, _ = w.crds.Set([]dyninformer.Watch{{Resource: CRDResource}}, dyninformer.ListsKnown)
 	return w, nil
 }
 
 // buildQueues makes a queue for every action of file whose spec differs from
 // the running one's, and reuses the running queue where it is the same.
-func (w *Watcher) buildQueues(file *rules.File) (map[string]*queueRun, error) {
+func (w *Watcher) buildQueues(file *plan.File) (map[string]*queueRun, error) {
 	out := map[string]*queueRun{}
-	for _, spec := range file.Config.Actions {
-		if old, ok := w.queues[spec.Name]; ok && reflect.DeepEqual(old.spec, spec) {
-			out[spec.Name] = old
+	for _, a := range file.Actions {
+		if old, ok := w.queues[a.Spec.Name]; ok && reflect.DeepEqual(old.spec, a.Spec) {
+			out[a.Spec.Name] = old
 			continue
 		}
-		sender, closer, err := action.Build(spec, w.stdout)
+		qr, err := w.newQueue(a)
 		if err != nil {
 			for _, qr := range out {
 				if w.queues[qr.spec.Name] != qr && qr.closer != nil {
 					_ = qr.closer.Close()
 				}
 			}
-			return nil, fmt.Errorf("action %s: %w", spec.Name, err)
+			return nil, fmt.Errorf("action %s: %w", a.Spec.Name, err)
 		}
-		opts := action.QueueOptions{
-			Size:        spec.QueueSize,
-			Concurrency: spec.Concurrency,
-			Retry:       action.RetryOf(spec),
-			Logger:      w.log,
-		}
-		if w.durable != nil {
-			// Accepted events are on disk: the memory queue refuses none.
-			opts.Size = math.MaxInt
-			name, store := spec.Name, w.durable.store
-			opts.Done = func(d *event.Delivery) {
-				if d.Seq == 0 {
-					return
-				}
-				if err := store.Done(name, d.Seq); err != nil {
-					w.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", d.Payload.ID, "err", err)
-				}
-			}
-		}
-		out[spec.Name] = &queueRun{spec: spec, closer: closer, q: action.NewQueue(spec.Name, sender, opts)}
+		out[a.Spec.Name] = qr
 	}
 	return out, nil
+}
+
+// newQueue builds an action's sender and queue; with state, a delivery is
+// removed from disk once it is finished with.
+func (w *Watcher) newQueue(a *action.Action) (*queueRun, error) {
+	sender, closer, err := a.Build(action.Env{Stdout: w.stdout})
+	if err != nil {
+		return nil, err
+	}
+	opts := action.QueueOptions{
+		Size:        a.Spec.QueueSize,
+		Concurrency: a.Spec.Concurrency,
+		Retry:       a.Retry,
+		Logger:      w.log,
+	}
+	if w.durable != nil {
+		// Accepted events are on disk: the memory queue refuses none.
+		opts.Size = math.MaxInt
+		name, store := a.Spec.Name, w.durable.store
+		opts.Done = func(d *event.Delivery) {
+			if d.Seq == 0 {
+				return
+			}
+			if err := store.Done(name, d.Seq); err != nil {
+				w.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", d.Payload.ID, "err", err)
+			}
+		}
+	}
+	return &queueRun{spec: a.Spec, closer: closer, q: action.NewQueue(a.Spec.Name, sender, opts)}, nil
 }
 
 func queueMap(qs map[string]*queueRun) map[string]*action.Queue {
@@ -190,7 +203,7 @@ func (w *Watcher) Manager() *dyninformer.Manager { return w.mgr }
 func (w *Watcher) Queue(name string) *action.Queue { return w.pipe.Load().queues[name] }
 
 // File returns the config the watcher currently runs.
-func (w *Watcher) File() *rules.File { return w.pipe.Load().file }
+func (w *Watcher) File() *plan.File { return w.pipe.Load().file }
 
 // Run resolves the rules, watches, and delivers until ctx is done; then it stops
 // the informers, drains the queues for the shutdown grace period, and returns
@@ -214,21 +227,21 @@ func (w *Watcher) Run(ctx context.Context) error {
 		w.startQueue(qr, file)
 	}
 	if w.durable != nil {
-		if err := w.loadPending(); err != nil {
+		if err := w.durable.loadPending(); err != nil {
 			w.mu.Unlock()
 			stopQueues()
 			w.queueWG.Wait()
 			return fmt.Errorf("state: %w", err)
 		}
 	}
-	w.applyLocked(file, cat, true, nil)
+	w.applyLocked(change{file: file, cat: cat, lists: dyninformer.ListsKnown})
 	w.mu.Unlock()
 
 	var wg sync.WaitGroup
 	committed := make(chan struct{})
 	if w.durable != nil {
-		wg.Go(func() { w.followListings(ctx) })
-		go func() { w.durable.commitLoop(); close(committed) }()
+		wg.Go(func() { w.durable.followListings(ctx, w.mgr.KeySynced) })
+		go func() { w.durable.commits.Run(); close(committed) }()
 	} else {
 		close(committed)
 	}
@@ -238,7 +251,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	err = w.mgr.Run(ctx) // returns once every informer goroutine is gone
 	wg.Wait()
 	if w.durable != nil {
-		w.durable.close() // informers are gone: apply what they submitted
+		w.durable.commits.Close() // informers are gone: apply what they submitted
 	}
 	<-committed
 	stopQueues() // no more events can arrive: drain what is queued
@@ -258,7 +271,7 @@ func (w *Watcher) reportSynced(ctx context.Context, start time.Time) {
 }
 
 // startQueue runs qr until it is replaced or the watcher stops; w.mu is held.
-func (w *Watcher) startQueue(qr *queueRun, file *rules.File) {
+func (w *Watcher) startQueue(qr *queueRun, file *plan.File) {
 	ctx, cancel := context.WithCancel(w.queueCtx)
 	qr.cancel = cancel
 	grace := file.Config.ShutdownGrace.Std()
@@ -317,7 +330,7 @@ func (w *Watcher) Refresh() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.reportFailed(cat, w.cat)
-	w.applyLocked(w.File(), cat, false, nil)
+	w.applyLocked(change{file: w.File(), cat: cat, lists: dyninformer.ListsNew})
 }
 
 // reportFailed logs the group versions whose discovery failed, once each.
@@ -336,7 +349,7 @@ func (w *Watcher) reportFailed(cat, prev *discovery.Catalog) {
 // resources no longer selected stop, new ones start, and those still needed keep
 // running without listing again; actions whose spec is unchanged keep their
 // queues. The caller has validated file.
-func (w *Watcher) Reload(file *rules.File) error {
+func (w *Watcher) Reload(file *plan.File) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	queues, err := w.buildQueues(file)
@@ -344,16 +357,12 @@ func (w *Watcher) Reload(file *rules.File) error {
 		return err
 	}
 	running := w.queueCtx != nil
-	for name, qr := range w.queues {
-		if queues[name] != qr && running {
-			qr.cancel() // drains for its grace period, then stops
-		}
-	}
 	for name, qr := range queues {
 		if w.queues[name] != qr && running {
 			w.startQueue(qr, file)
 		}
 	}
+	retired := w.queues
 	w.queues = queues
 	if !reflect.DeepEqual(file.Config.State, w.File().Config.State) {
 		w.log.Warn("state changed in the config: it applies after a restart")
@@ -362,20 +371,29 @@ func (w *Watcher) Reload(file *rules.File) error {
 		w.log.Warn("defaults.resync changed: it applies to informers started from now on")
 	}
 	if w.cat == nil {
-		w.pipe.Store(&pipeline{file: file, queues: queueMap(queues)})
-		return nil
+		w.pipe.Store(&pipeline{file: file, log: w.log, queues: queueMap(queues)})
+	} else {
+		w.applyReloadLocked(file)
 	}
-	old := map[string]bool{}
-	for _, r := range w.File().Rules {
-		old[r.Name] = true
+	// Only now that events go to the new queues are the old ones retired.
+	for name, qr := range retired {
+		if queues[name] != qr && running {
+			qr.cancel() // drains for its grace period, then stops
+		}
 	}
+	return nil
+}
+
+// applyReloadLocked applies a reloaded file's rules to the running watches;
+// w.mu is held.
+func (w *Watcher) applyReloadLocked(file *plan.File) {
 	added := map[string]bool{}
 	for _, r := range file.Rules {
-		if !old[r.Name] {
+		if w.File().Rule(r.Name) == nil {
 			added[r.Name] = true
 		}
 	}
-	started, epoch := w.applyLocked(file, w.cat, true, added)
+	started, epoch := w.applyLocked(change{file: file, cat: w.cat, lists: dyninformer.ListsKnown, added: added})
 	w.log.Info("config reloaded", "config", file.Path, "rules", len(file.Rules), "actions", len(file.Config.Actions))
 	// Informers that keep running do not list again: an added rule with
 	// onStart: all sees their objects from the cache instead.
@@ -384,116 +402,69 @@ func (w *Watcher) Reload(file *rules.File) error {
 		fresh[s.Key()] = true
 	}
 	p := w.pipe.Load()
-	var replay []dyninformer.Key
 	for _, k := range w.mgr.Watches() {
-		if fresh[k] {
-			continue
-		}
-		for _, r := range p.index[k.GVR] {
-			if added[r.Name] && r.OnStart == rules.OnStartAll && (k.Namespace == "" || r.InNamespace(k.Namespace)) {
-				replay = append(replay, k)
-				break
-			}
+		if !fresh[k] && wantsReplay(p.index[k.GVR], added, k) {
+			// Synchronous: the handler only enqueues (or submits to the commit
+			// loop), neither of which needs w.mu.
+			w.mgr.Replay(k, epoch)
 		}
 	}
-	for _, k := range replay {
-		// Synchronous: the handler only enqueues (or submits to the commit
-		// loop), neither of which needs w.mu.
-		w.mgr.Replay(k, epoch)
-	}
-	return nil
 }
 
-// applyLocked makes the rule index and the watched set match file and cat;
-// w.mu is held. known: see dyninformer.Manager.Set. added, on a reload, names
-// the rules it added: the only ones the new informers' initial lists fire.
-func (w *Watcher) applyLocked(file *rules.File, cat *discovery.Catalog, known bool, added map[string]bool) ([]dyninformer.Watch, uint64) {
-	p := Resolve(file, cat)
-	for _, r := range file.Rules {
+// wantsReplay reports whether a rule a reload added, with onStart: all, covers
+// the running watch k: it then sees the objects k's cache holds.
+func wantsReplay(rs []*rules.Rule, added map[string]bool, k dyninformer.Key) bool {
+	for _, r := range rs {
+		if added[r.Name] && r.OnStart == config.OnStartAll && (k.Namespace == "" || r.InNamespace(k.Namespace)) {
+			return true
+		}
+	}
+	return false
+}
+
+// change is one change of the watched set: the config and catalog to match,
+// what new informers' lists are (dyninformer.Lists), and, on a reload, the
+// rules it added (the only ones the new informers' initial lists fire).
+type change struct {
+	file  *plan.File
+	cat   *discovery.Catalog
+	lists dyninformer.Lists
+	added map[string]bool
+}
+
+// applyLocked makes the rule index and the watched set match c; w.mu is held.
+func (w *Watcher) applyLocked(c change) ([]dyninformer.Watch, uint64) {
+	p := plan.Resolve(c.file, c.cat)
+	for _, r := range c.file.Rules {
 		empty := len(p.Rules[r.Name]) == 0
 		if empty && !w.warned[r.Name] {
 			w.log.Warn("rule selects no served resource yet; it fires once one appears", "rule", r.Name)
 		}
 		w.warned[r.Name] = empty
 	}
-	w.cat = cat
+	w.cat = c.cat
 	prev := w.pipe.Load()
-	next := &pipeline{file: file, index: p.Index, queues: queueMap(w.queues), added: prev.added}
+	next := &pipeline{file: c.file, log: w.log, index: p.Index, queues: queueMap(w.queues), added: prev.added}
 	if w.durable != nil {
 		next.paths = make(map[schema.GroupVersionResource][]string, len(p.Index))
 		for gvr, rs := range p.Index {
 			next.paths[gvr] = recordPaths(rs)
 		}
 	}
-	if added != nil {
+	if c.added != nil {
 		// The epoch Set is about to use; only Reload calls Set with added rules.
 		next.added = maps.Clone(prev.added)
 		if next.added == nil {
-			next.added = map[uint64]map[string]bool{}
+			next.added = rules.Added{}
 		}
-		next.added[w.mgr.NextEpoch()] = added
+		next.added[w.mgr.NextEpoch()] = c.added
 	}
 	w.pipe.Store(next)
-	started, epoch := w.mgr.Set(p.Watches, known)
+	started, epoch := w.mgr.Set(p.Watches, c.lists)
 	if w.durable != nil {
-		w.durable.startListing(started, known)
+		w.durable.startListing(started, c.lists)
 	}
 	return started, epoch
-}
-
-// Plan is what a config resolves to against one catalog.
-type Plan struct {
-	// Rules maps each rule to the resources it selects.
-	Rules map[string][]discovery.Resource
-	// Watches are the informers needed: one per resource and namespace scope.
-	Watches []dyninformer.Watch
-	// Index maps each watched resource to the rules that select it.
-	Index map[schema.GroupVersionResource][]*rules.Rule
-}
-
-// Resolve computes the plan of file against cat. A resource selected by several
-// rules or selectors is watched once; when any rule wants all namespaces of a
-// resource, one all-namespaces informer serves every rule on it.
-func Resolve(file *rules.File, cat *discovery.Catalog) *Plan {
-	p := &Plan{Rules: map[string][]discovery.Resource{}, Index: map[schema.GroupVersionResource][]*rules.Rule{}}
-	type scope struct {
-		res discovery.Resource
-		all bool
-		nss map[string]bool
-	}
-	scopes := map[schema.GroupVersionResource]*scope{}
-	var order []schema.GroupVersionResource
-	for _, r := range file.Rules {
-		resolved := cat.Resolve(r.Selectors...)
-		p.Rules[r.Name] = resolved
-		for _, res := range resolved {
-			gvr := res.GVR()
-			s, ok := scopes[gvr]
-			if !ok {
-				s = &scope{res: res, nss: map[string]bool{}}
-				scopes[gvr] = s
-				order = append(order, gvr)
-			}
-			p.Index[gvr] = append(p.Index[gvr], r)
-			if r.Namespaces == nil || !res.Namespaced {
-				s.all = true
-			}
-			for _, ns := range r.Namespaces {
-				s.nss[ns] = true
-			}
-		}
-	}
-	for _, gvr := range order {
-		s := scopes[gvr]
-		if s.all {
-			p.Watches = append(p.Watches, dyninformer.Watch{Resource: s.res.Ref()})
-			continue
-		}
-		for _, ns := range slices.Sorted(maps.Keys(s.nss)) {
-			p.Watches = append(p.Watches, dyninformer.Watch{Resource: s.res.Ref(), Namespace: ns})
-		}
-	}
-	return p
 }
 
 // handle evaluates one event with the rules of its resource and enqueues a
@@ -501,8 +472,55 @@ func Resolve(file *rules.File, cat *discovery.Catalog) *Plan {
 func (w *Watcher) handle(k dyninformer.Key, ev *event.Event) {
 	p := w.pipe.Load()
 	if w.durable != nil {
-		w.handleDurable(p, k, ev)
+		w.durable.handle(p, k, ev)
 		return
 	}
-	enqueue(p, w.route(p, p.index[k.GVR], ev))
+	out := p.route(k.GVR, ev)
+	enqueue(w.pipe.Load(), out) // the queues current now, should a reload have swapped them
+}
+
+// routed is a delivery on its way to one action.
+type routed struct {
+	action string
+	d      *event.Delivery
+}
+
+// route evaluates the rules of the event's resource and returns a delivery per
+// rule that fires and action. The payload is built and encoded once per rule.
+func (p *pipeline) route(gvr schema.GroupVersionResource, ev *event.Event) []routed {
+	var out []routed
+	var prepared *payload.Prepared
+	for _, r := range p.index[gvr] {
+		if !r.Fires(ev, p.added) {
+			continue
+		}
+		if prepared == nil {
+			prepared = p.file.Prepare(ev)
+		}
+		d, err := payload.Delivery(r.Payload(prepared), ev.ObjectKey())
+		if err != nil {
+			p.log.Error("encode payload", "id", ev.ID(), "rule", r.Name, "err", err)
+			continue
+		}
+		if p.log.Enabled(context.Background(), slog.LevelDebug) {
+			p.log.Debug("rule matched", "id", d.Payload.ID, "rule", r.Name, "resource", ev.Resource.String(), "namespace", ev.Namespace, "name", ev.Name)
+		}
+		for i, a := range r.Actions {
+			if i > 0 {
+				c := *d // each action has its own place in its own queue
+				d = &c
+			}
+			out = append(out, routed{action: a, d: d})
+		}
+	}
+	return out
+}
+
+// enqueue hands the deliveries to the in-memory queues; it never blocks.
+func enqueue(p *pipeline, rs []routed) {
+	for _, r := range rs {
+		if q := p.queues[r.action]; q != nil {
+			q.Enqueue(r.d)
+		}
+	}
 }

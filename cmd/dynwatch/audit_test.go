@@ -17,7 +17,7 @@ import (
 	"github.com/dynwatch/dynwatch/audit"
 	dwdiscovery "github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/event"
-	"github.com/dynwatch/dynwatch/rules"
+	"github.com/dynwatch/dynwatch/plan"
 )
 
 type rtFunc func(*http.Request) (*http.Response, error)
@@ -47,7 +47,7 @@ func TestAudit(t *testing.T) {
 				return rt.RoundTrip(r)
 			})
 		})
-		file, err := rules.Load("testdata/audit.yaml")
+		file, err := plan.Load("testdata/audit.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestAudit(t *testing.T) {
 	if code != exitOK || stdout != "" || !strings.Contains(stderr, "no rule matched") {
 		t.Errorf("no matches: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	code, _, stderr = runCLI(t, "audit", "--config", "../../rules/testdata/invalid-values.yaml", "--kubeconfig", cp.Kubeconfig)
+	code, _, stderr = runCLI(t, "audit", "--config", "../../plan/testdata/invalid-values.yaml", "--kubeconfig", cp.Kubeconfig)
 	if code != exitUsage || !strings.Contains(stderr, "6 problem(s)") {
 		t.Errorf("bad config: exit %d, stderr %q", code, stderr)
 	}

@@ -15,7 +15,7 @@ import (
 	"syscall"
 )
 
-// Exit codes (SPEC §2).
+// Exit codes, as the README lists them.
 const (
 	exitOK      = 0
 	exitFailure = 1 // findings, or a failure at run time
@@ -112,7 +112,7 @@ type kubeFlags struct {
 }
 
 // registerOffline accepts the kubeconfig flags on a command that works offline,
-// so that every command takes them (SPEC §2) and scripts can pass them blindly.
+// so that every command takes them and scripts can pass them blindly.
 func (k *kubeFlags) registerOffline(fs *flag.FlagSet) {
 	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "accepted for uniformity; this command does not contact a cluster")
 	fs.StringVar(&k.context, "context", "", "accepted for uniformity; this command does not contact a cluster")

@@ -116,17 +116,17 @@ func TestCheck(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "ok: 2 rule(s), 2 action(s)") {
 		t.Errorf("example config: exit %d, stdout %q", code, stdout)
 	}
-	code, _, stderr := runCLI(t, "check", "--config", "../../rules/testdata/invalid-values.yaml")
-	want, err := os.ReadFile("../../rules/testdata/invalid-values.want")
+	code, _, stderr := runCLI(t, "check", "--config", "../../plan/testdata/invalid-values.yaml")
+	want, err := os.ReadFile("../../plan/testdata/invalid-values.want")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if code != exitUsage {
 		t.Errorf("invalid config: exit %d, want 2", code)
 	}
-	// The same problems as the rules package reports, every one, with the path given.
+	// The same problems as the plan package reports, every one, with the path given.
 	for _, line := range strings.Split(strings.TrimSpace(string(want)), "\n") {
-		if !strings.Contains(stderr, "../../rules/"+line) {
+		if !strings.Contains(stderr, "../../plan/"+line) {
 			t.Errorf("stderr lacks %q:\n%s", line, stderr)
 		}
 	}

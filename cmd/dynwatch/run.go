@@ -11,11 +11,11 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/daemon"
 	"github.com/dynwatch/dynwatch/discovery"
+	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/rbac"
-	"github.com/dynwatch/dynwatch/rules"
-	"github.com/dynwatch/dynwatch/state"
-	"github.com/dynwatch/dynwatch/watcher"
 )
 
 func cmdRun(ctx context.Context, e *env, args []string) int {
@@ -48,66 +48,35 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	if file == nil {
 		return code
 	}
-	if file.Config.Server != nil && file.Config.Server.Address != "" {
-		log.Warn("server.address is set, but /metrics, /healthz and /readyz are not served yet by this build", "address", file.Config.Server.Address)
-	}
-	var store *state.Store
-	if file.StateEnabled() {
-		path := file.Config.State.Path
-		if *resetState {
-			recs, pending, err := state.Reset(path)
-			if err != nil {
-				log.Error("cannot reset the state", "path", path, "err", err)
-				return exitFailure
-			}
-			if recs < 0 {
-				log.Warn("state reset: the old file was unreadable; starting over", "path", path)
-			} else {
-				log.Warn("state reset: starting over", "path", path, "objectRecords", recs, "undeliveredEvents", pending)
-			}
-		}
-		if store, err = state.Open(path); err != nil {
-			log.Error("cannot open the state", "err", err)
-			return exitFailure
-		}
-		defer store.Close()
-	} else if *resetState {
-		log.Warn("--reset-state given but the config has no state.path: nothing to reset")
-	}
 	c, err := kf.connect()
 	if err != nil {
 		log.Error("cannot reach the cluster", "err", err)
 		return exitFailure
 	}
-	w, err := watcher.New(file, c.dyn, c.disc, watcher.Options{Logger: log, Stdout: e.stdout, Store: store})
-	if err != nil {
-		log.Error("cannot build actions", "err", err)
-		return exitFailure
-	}
 	ctx, hup, stop := signalContext(ctx, e)
 	defer stop()
-	log.Info("dynwatch started", "config", *config, "rules", len(file.Rules), "actions", len(file.Config.Actions))
-	followed := make(chan struct{})
-	go func() {
-		defer close(followed)
-		w.FollowConfig(ctx, *config, *reloadEvery, hup)
-	}()
-	err = w.Run(ctx)
-	<-followed
+	err = daemon.Run(ctx, daemon.Options{
+		File:                file,
+		ConfigCheckInterval: *reloadEvery,
+		ResetState:          *resetState,
+		Dynamic:             c.dyn,
+		Discovery:           c.disc,
+		Logger:              log,
+		Stdout:              e.stdout,
+		Hup:                 hup,
+	})
 	if err != nil {
-		log.Error("dynwatch stopped", "err", err)
 		return exitFailure
 	}
-	log.Info("dynwatch stopped")
 	return exitOK
 }
 
 // loadConfig loads and validates a config file; on failure it prints every
 // problem, one per line, and returns the exit code.
-func loadConfig(stderr io.Writer, path string) (*rules.File, int) {
-	file, err := rules.Load(path)
+func loadConfig(stderr io.Writer, path string) (*plan.File, int) {
+	file, err := plan.Load(path)
 	if err != nil {
-		var ps rules.Problems
+		var ps config.Problems
 		if errors.As(err, &ps) {
 			for _, p := range ps {
 				fmt.Fprintln(stderr, p.Error())

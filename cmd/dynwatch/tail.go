@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dynwatch/dynwatch/rules"
+	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/tail"
 )
 
@@ -33,6 +34,25 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	}
 }
 
+// tailFlags are tail's own flags.
+type tailFlags struct {
+	ns, selector, columns, output string
+	all, initial                  bool
+	where                         stringList
+}
+
+func (f *tailFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.ns, "n", "", "namespace (default: the kubeconfig context's namespace)")
+	fs.StringVar(&f.ns, "namespace", "", "namespace (same as -n)")
+	fs.BoolVar(&f.all, "A", false, "all namespaces")
+	fs.BoolVar(&f.all, "all-namespaces", false, "all namespaces (same as -A)")
+	fs.StringVar(&f.selector, "l", "", "label selector, e.g. app=web,tier!=cache")
+	fs.Var(&f.where, "where", "filter 'PATH OP VALUE', '!PATH' or 'PATH'; repeatable, all must hold")
+	fs.StringVar(&f.columns, "columns", "", "extra table columns NAME=PATH,… (gjson paths); in JSON, payload fields")
+	fs.StringVar(&f.output, "o", "table", "output: table or json")
+	fs.BoolVar(&f.initial, "initial", false, "also print the objects that exist at start (as add)")
+}
+
 func cmdTail(ctx context.Context, e *env, args []string) int {
 	fs := flagSet(e, "tail", "RESOURCE[,RESOURCE…] [-n NS|-A] [-l SELECTOR] [--where EXPR]… [--columns NAME=PATH,…] [-o table|json] [--initial]",
 		"Follows several resource types at once and prints one line per event (table) or the event payload\n"+
@@ -40,18 +60,10 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 			"kind or short name, optionally with .group (widgets.example.com). Ctrl-C stops it.\n\n"+tail.WhereSyntax)
 	var kf kubeFlags
 	var lf logFlags
+	var tf tailFlags
 	kf.register(fs)
 	lf.register(fs)
-	ns := fs.String("n", "", "namespace (default: the kubeconfig context's namespace)")
-	fs.StringVar(ns, "namespace", "", "namespace (same as -n)")
-	all := fs.Bool("A", false, "all namespaces")
-	fs.BoolVar(all, "all-namespaces", false, "all namespaces (same as -A)")
-	selector := fs.String("l", "", "label selector, e.g. app=web,tier!=cache")
-	var where stringList
-	fs.Var(&where, "where", "filter 'PATH OP VALUE', '!PATH' or 'PATH'; repeatable, all must hold")
-	columns := fs.String("columns", "", "extra table columns NAME=PATH,… (gjson paths); in JSON, payload fields")
-	output := fs.String("o", "table", "output: table or json")
-	initial := fs.Bool("initial", false, "also print the objects that exist at start (as add)")
+	tf.register(fs)
 	pos, code, ok := parseInterleaved(fs, args)
 	if !ok {
 		return code
@@ -64,76 +76,28 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return usageErr("give the resources as one argument, comma-separated (e.g. deployments,widgets.example.com)")
 	}
-	if *output != "table" && *output != "json" {
-		return usageErr("-o: want table or json, got %q", *output)
-	}
-	if *all && *ns != "" {
-		return usageErr("-n and -A exclude each other")
-	}
-	opts := tail.Options{Output: *output, Initial: *initial, LabelSelector: *selector, Out: e.stdout}
-	for _, w := range where {
-		cond, err := tail.ParseWhere(w)
-		if err != nil {
-			return usageErr("--where: %v\n\n%s", err, tail.WhereSyntax)
-		}
-		opts.Where = append(opts.Where, cond)
-	}
-	cols, err := tail.ParseColumns(*columns)
+	opts, err := tf.options(e)
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	opts.Columns = cols
-	if _, err := opts.Rule(); err != nil {
-		// Paths, values and the selector are checked before anything connects.
-		var ps rules.Problems
-		if errors.As(err, &ps) {
-			var msgs []string
-			for _, p := range ps {
-				msgs = append(msgs, strings.TrimPrefix(p.Path, ".")+": "+p.Msg)
-			}
-			err = errors.New(strings.Join(msgs, "; "))
-		}
-		return usageErr("%v\n\n%s", err, tail.WhereSyntax)
-	}
-	log, err := lf.logger(e.stderr)
-	if err != nil {
+	if opts.Logger, err = lf.logger(e.stderr); err != nil {
 		return usageErr("%v", err)
 	}
-	opts.Logger = log
 	c, err := kf.connect()
 	if err != nil {
 		fmt.Fprintln(e.stderr, "dynwatch tail:", err)
 		return exitFailure
 	}
-	if !*all {
-		opts.Namespace = *ns
-		if opts.Namespace == "" {
-			opts.Namespace = kf.defaultNamespace()
-		}
+	if !tf.all && opts.Namespace == "" {
+		opts.Namespace = kf.defaultNamespace()
 	}
 	cat, err := c.catalog(e.stderr)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "dynwatch tail:", err)
 		return exitFailure
 	}
-	var bad []string
-	for _, name := range strings.Split(pos[0], ",") {
-		r, err := cat.Find(name)
-		if err != nil {
-			bad = append(bad, err.Error())
-			continue
-		}
-		opts.Resources = append(opts.Resources, r)
-	}
-	if len(bad) > 0 {
-		return usageErr("%s", strings.Join(bad, "\n"))
-	}
-	if opts.Namespace != "" {
-		for _, r := range opts.Resources {
-			if !r.Namespaced {
-				fmt.Fprintf(e.stderr, "dynwatch tail: note: %s is cluster-scoped; -n does not apply to it\n", r.Name())
-			}
-		}
+	if err := findResources(e, cat, pos[0], &opts); err != nil {
+		return usageErr("%v", err)
 	}
 	ctx, _, stop := signalContext(ctx, e)
 	defer stop()
@@ -142,4 +106,66 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// options checks tail's flags and compiles its filters, before anything connects.
+func (f *tailFlags) options(e *env) (tail.Options, error) {
+	opts := tail.Options{Output: f.output, Initial: f.initial, LabelSelector: f.selector, Out: e.stdout}
+	if f.output != "table" && f.output != "json" {
+		return opts, fmt.Errorf("-o: want table or json, got %q", f.output)
+	}
+	if f.all && f.ns != "" {
+		return opts, errors.New("-n and -A exclude each other")
+	}
+	if !f.all {
+		opts.Namespace = f.ns
+	}
+	for _, w := range f.where {
+		cond, err := tail.ParseWhere(w)
+		if err != nil {
+			return opts, fmt.Errorf("--where: %v\n\n%s", err, tail.WhereSyntax)
+		}
+		opts.Where = append(opts.Where, cond)
+	}
+	cols, err := tail.ParseColumns(f.columns)
+	if err != nil {
+		return opts, err
+	}
+	opts.Columns = cols
+	if _, err := opts.Rule(); err != nil {
+		var ps config.Problems
+		if errors.As(err, &ps) {
+			var msgs []string
+			for _, p := range ps {
+				msgs = append(msgs, strings.TrimPrefix(p.Path, ".")+": "+p.Msg)
+			}
+			err = errors.New(strings.Join(msgs, "; "))
+		}
+		return opts, fmt.Errorf("%v\n\n%s", err, tail.WhereSyntax)
+	}
+	return opts, nil
+}
+
+// findResources resolves the comma-separated resource names into opts.
+func findResources(e *env, cat *discovery.Catalog, names string, opts *tail.Options) error {
+	var bad []string
+	for _, name := range strings.Split(names, ",") {
+		r, err := cat.Find(name)
+		if err != nil {
+			bad = append(bad, err.Error())
+			continue
+		}
+		opts.Resources = append(opts.Resources, r)
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "\n"))
+	}
+	if opts.Namespace != "" {
+		for _, r := range opts.Resources {
+			if !r.Namespaced {
+				fmt.Fprintf(e.stderr, "dynwatch tail: note: %s is cluster-scoped; -n does not apply to it\n", r.Name())
+			}
+		}
+	}
+	return nil
 }

@@ -44,38 +44,30 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 	if file == nil {
 		return code
 	}
-	var rule *rules.Rule
-	var names []string
-	for _, r := range file.Rules {
-		names = append(names, r.Name)
-		if r.Name == *ruleName {
-			rule = r
-		}
-	}
+	rule := file.Rule(*ruleName)
 	if rule == nil {
+		var names []string
+		for _, r := range file.Rules {
+			names = append(names, r.Name)
+		}
 		return usageErr("no rule %q in %s (it has: %s)", *ruleName, *config, strings.Join(names, ", "))
 	}
 	obj, err := readObject(*newFile)
 	if err != nil {
 		return usageErr("--new: %v", err)
 	}
-	ev := &event.Event{Type: event.Add, Object: obj, Time: time.Now()}
+	typ, old := event.Add, []byte(nil)
 	if *oldFile != "" {
-		old, err := readObject(*oldFile)
-		if err != nil {
+		if old, err = readObject(*oldFile); err != nil {
 			return usageErr("--old: %v", err)
 		}
-		ev.Type, ev.OldObject = event.Update, old
+		typ = event.Update
 	}
-	ev.Resource = resourceOf(obj, rule)
-	ev.Namespace = gjson.GetBytes(obj, "metadata.namespace").Str
-	ev.Name = gjson.GetBytes(obj, "metadata.name").Str
-	ev.UID = gjson.GetBytes(obj, "metadata.uid").Str
-	ev.ResourceVersion = gjson.GetBytes(obj, "metadata.resourceVersion").Str
+	ev := event.New(typ, resourceOf(obj, rule), obj, old, time.Now())
 
-	fires := rule.Match(ev)
+	fires, steps := rule.Explain(ev, nil)
 	if *explain {
-		for _, s := range rule.Explain(ev) {
+		for _, s := range steps {
 			verdict := "holds"
 			if !s.Held {
 				verdict = "does NOT hold"

@@ -1,4 +1,4 @@
-package rules
+package config
 
 import (
 	"fmt"
@@ -86,15 +86,15 @@ func (d *decoder) addf(line int, path, format string, args ...any) {
 	d.problems = append(d.problems, Problem{File: d.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-// lineOf returns the line of path, or of its nearest recorded ancestor.
-func (d *decoder) lineOf(path string) int {
+// lineOf returns the line of path in lines, or of its nearest recorded ancestor.
+func lineOf(lines map[string]int, path string) int {
 	for {
-		if l, ok := d.lines[path]; ok {
+		if l, ok := lines[path]; ok {
 			return l
 		}
 		i := strings.LastIndexAny(path, ".[")
 		if i < 0 {
-			return d.lines[""]
+			return lines[""]
 		}
 		path = path[:i]
 	}

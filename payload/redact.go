@@ -1,28 +1,17 @@
-package rules
+package payload
 
 import (
 	"encoding/json"
-	"strings"
-	"text/template"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/fieldpath"
 )
 
 // Redacted is what a blanked value reads.
 const Redacted = "<redacted>"
-
-// DefaultRedact is the built-in redact list: a Secret's data and stringData, and
-// the last-applied-configuration annotation that `kubectl apply` leaves on it,
-// which holds the same values in clear.
-func DefaultRedact() []Redaction {
-	return []Redaction{{
-		Kind:  "Secret",
-		Group: OptString{Set: true},
-		Paths: []string{"data", "stringData", `metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration`},
-	}}
-}
 
 // Redactor blanks configured paths in objects of configured kinds. Objects of
 // other kinds pass through untouched and uncopied.
@@ -31,18 +20,20 @@ type Redactor struct {
 }
 
 type redactPaths struct {
-	group    OptString
+	group    config.OptString
 	keys     [][]string
 	rawPaths []string
 }
 
-// NewRedactor compiles a redact list.
-func NewRedactor(list []Redaction) *Redactor {
+// NewRedactor compiles a redact list whose paths config has checked.
+func NewRedactor(list []config.Redaction) *Redactor {
 	r := &Redactor{byKind: map[string][]redactPaths{}}
 	for _, e := range list {
 		rp := redactPaths{group: e.Group, rawPaths: e.Paths}
 		for _, p := range e.Paths {
-			rp.keys = append(rp.keys, splitPlainPath(p))
+			if keys, ok := fieldpath.Split(p); ok {
+				rp.keys = append(rp.keys, keys)
+			}
 		}
 		r.byKind[e.Kind] = append(r.byKind[e.Kind], rp)
 	}
@@ -91,7 +82,7 @@ func (r *Redactor) Redact(res event.Resource, obj []byte) []byte {
 			blank(doc, keys)
 		}
 	}
-	out, err := marshal(doc)
+	out, err := Marshal(doc)
 	if err != nil {
 		return []byte(`"` + Redacted + `"`)
 	}
@@ -126,43 +117,5 @@ func blankAll(v any) any {
 		return t
 	default:
 		return Redacted
-	}
-}
-
-// TemplateFuncs is the function set of webhook body templates. It is small and
-// safe on purpose: nothing in it reads files, the environment or the network.
-func TemplateFuncs() template.FuncMap {
-	return template.FuncMap{
-		// json encodes a value as JSON.
-		"json": func(v any) (string, error) {
-			if raw, ok := v.(json.RawMessage); ok {
-				return string(raw), nil
-			}
-			b, err := json.Marshal(v)
-			return string(b), err
-		},
-		// get reads a gjson path from a JSON document such as .Object; it
-		// returns the value's JSON-decoded form, or nil when the path is missing.
-		"get": func(doc any, path string) any {
-			var raw []byte
-			switch d := doc.(type) {
-			case json.RawMessage:
-				raw = d
-			case []byte:
-				raw = d
-			case string:
-				raw = []byte(d)
-			default:
-				return nil
-			}
-			res := gjson.GetBytes(raw, path)
-			if !res.Exists() {
-				return nil
-			}
-			return res.Value()
-		},
-		"lower": strings.ToLower,
-		"upper": strings.ToUpper,
-		"join":  func(sep string, xs []string) string { return strings.Join(xs, sep) },
 	}
 }

@@ -1,4 +1,4 @@
-package rules
+package plan
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dynwatch/dynwatch/config"
 )
 
 var update = flag.Bool("update", false, "rewrite the .want files of testdata/invalid-*.yaml from the current output")
@@ -24,7 +26,7 @@ func TestInvalidConfigs(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			_, err := Load(f)
-			var ps Problems
+			var ps config.Problems
 			if !errors.As(err, &ps) {
 				t.Fatalf("Load: want Problems, got %v", err)
 			}
@@ -37,7 +39,7 @@ func TestInvalidConfigs(t *testing.T) {
 			}
 			want, err := os.ReadFile(wantFile)
 			if err != nil {
-				t.Fatalf("%v (run go test ./rules -run TestInvalidConfigs -update to create it)", err)
+				t.Fatalf("%v (run go test ./plan -run TestInvalidConfigs -update to create it)", err)
 			}
 			if got != string(want) {
 				t.Errorf("problems differ\n got:\n%s\nwant:\n%s", got, want)
@@ -77,15 +79,15 @@ rules:
 		name      string
 		got, want any
 	}{
-		{"queueSize", a.QueueSize, DefaultQueueSize},
-		{"concurrency", a.Concurrency, DefaultConcurrency},
+		{"queueSize", a.QueueSize, config.DefaultQueueSize},
+		{"concurrency", a.Concurrency, config.DefaultConcurrency},
 		{"method", a.Webhook.Method, "POST"},
-		{"timeout", a.Webhook.Timeout.Std(), DefaultWebhookTO},
-		{"retry.max", *a.Webhook.Retry.Max, DefaultRetryMax},
-		{"retry.initialBackoff", a.Webhook.Retry.InitialBackoff.Std(), DefaultInitialBO},
-		{"retry.maxBackoff", a.Webhook.Retry.MaxBackoff.Std(), DefaultMaxBO},
-		{"shutdownGrace", f.Config.ShutdownGrace.Std(), DefaultShutdownGrace},
-		{"onStart without state", f.Rules[0].OnStart, OnStartNone},
+		{"timeout", a.Webhook.Timeout.Std(), config.DefaultWebhookTO},
+		{"retry.max", *a.Webhook.Retry.Max, config.DefaultRetryMax},
+		{"retry.initialBackoff", a.Webhook.Retry.InitialBackoff.Std(), config.DefaultInitialBO},
+		{"retry.maxBackoff", a.Webhook.Retry.MaxBackoff.Std(), config.DefaultMaxBO},
+		{"shutdownGrace", f.Config.ShutdownGrace.Std(), config.DefaultShutdownGrace},
+		{"onStart without state", f.Rules[0].OnStart, config.OnStartNone},
 		{"namespaces from defaults, sorted", strings.Join(f.Rules[0].Namespaces, ","), "a,b"},
 		{"redact default kind", f.Config.Redact[0].Kind, "Secret"},
 	}

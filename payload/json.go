@@ -1,13 +1,13 @@
-package rules
+package payload
 
 import (
 	"bytes"
 	"encoding/json"
 )
 
-// marshal encodes v as compact JSON without HTML escaping, so that "<redacted>"
+// Marshal encodes v as compact JSON without HTML escaping, so that "<redacted>"
 // reads as written, not as "\u003credacted\u003e".
-func marshal(v any) ([]byte, error) {
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

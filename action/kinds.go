@@ -1,0 +1,116 @@
+package action
+
+import (
+	"fmt"
+	"io"
+	"text/template"
+
+	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/payload"
+)
+
+// Env is what building a sender may use of the process.
+type Env struct {
+	// Stdout is where `log: {}` writes.
+	Stdout io.Writer
+}
+
+// Action is one configured action, compiled once at load: its spec, its retry
+// policy and what builds its sender.
+type Action struct {
+	Spec  config.ActionSpec
+	Retry Retry
+	build func(Env) (Sender, io.Closer, error)
+}
+
+// Build returns the action's sender and, when it holds a resource (a log
+// file), what closes it. Payloads reach senders already redacted.
+func (a *Action) Build(env Env) (Sender, io.Closer, error) { return a.build(env) }
+
+// kind is one row of the action kind table: the config key, and how a spec of
+// that kind compiles (once, at load) into what builds its sender. A new sink is
+// a spec type in config, a file here with its Sender, and a row below.
+type kind struct {
+	name    string
+	compile func(*config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError)
+}
+
+var kinds = []kind{
+	{"log", compileLog},
+	{"webhook", compileWebhook},
+	{"exec", compileExec},
+}
+
+// FieldError is a problem with one field of an action's spec, relative to the
+// action (e.g. "webhook.body").
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+
+// Compile compiles a spec that config has validated: its kind's table row, its
+// retry policy with defaults, and anything the kind compiles once (a webhook's
+// body template).
+func Compile(spec config.ActionSpec) (*Action, *FieldError) {
+	name := spec.Kind()
+	for _, k := range kinds {
+		if k.name != name {
+			continue
+		}
+		build, ferr := k.compile(&spec)
+		if ferr != nil {
+			return nil, ferr
+		}
+		return &Action{Spec: spec, Retry: retryOf(spec.RetryPolicy()), build: build}, nil
+	}
+	return nil, &FieldError{Err: fmt.Errorf("no action kind %q", name)}
+}
+
+// KindNames returns the names of the kinds in the table.
+func KindNames() []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = k.name
+	}
+	return out
+}
+
+func retryOf(rs config.RetrySpec) Retry {
+	return Retry{Max: *rs.Max, Initial: rs.InitialBackoff.Std(), MaxBackoff: rs.MaxBackoff.Std()}
+}
+
+func compileLog(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError) {
+	path := spec.Log.Path
+	return func(env Env) (Sender, io.Closer, error) {
+		if path == "" {
+			return NewLog(env.Stdout), nil, nil
+		}
+		l, err := OpenLog(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		return l, l, nil
+	}, nil
+}
+
+func compileWebhook(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError) {
+	var body *template.Template
+	if spec.Webhook.Body != "" {
+		var err error
+		if body, err = payload.ParseTemplate(spec.Webhook.Body); err != nil {
+			return nil, &FieldError{Field: "webhook.body", Err: err}
+		}
+	}
+	ws := spec.Webhook
+	return func(Env) (Sender, io.Closer, error) {
+		w, err := NewWebhook(ws, body)
+		return w, nil, err
+	}, nil
+}
+
+func compileExec(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError) {
+	es := spec.Exec
+	return func(Env) (Sender, io.Closer, error) { return NewExec(es), nil, nil }, nil
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/plan"
+	"github.com/dynwatch/dynwatch/rules"
+)
+
+// Every `test --explain` fixture, as an add and as an update from every other
+// fixture, from every origin an event can have, gets the same verdict from the
+// firing function that run uses and from Explain, and Explain's verdict is the
+// conjunction of the steps it shows.
+func TestExplainAgreesWithFires(t *testing.T) {
+	file, err := plan.Load("testdata/rules-test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs [][]byte
+	for _, pattern := range []string{"testdata/deploy-*.json", "testdata/deploy-*.yaml"} {
+		names, _ := filepath.Glob(pattern)
+		for _, name := range names {
+			b, err := readObject(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs = append(objs, b)
+		}
+	}
+	if len(objs) < 3 {
+		t.Fatalf("found %d fixtures", len(objs))
+	}
+	added := rules.Added{1: {"scaled-from-running": true}, 2: {"other": true}}
+	origins := []struct {
+		origin event.Origin
+		epoch  uint64
+	}{{event.Live, 0}, {event.InitialList, 0}, {event.InitialList, 1}, {event.InitialList, 2}, {event.Relist, 0}, {event.Replay, 0}}
+	fired := 0
+	for _, rule := range file.Rules {
+		for i, obj := range objs {
+			for j := -1; j < len(objs); j++ {
+				typ, old := event.Add, []byte(nil)
+				if j >= 0 {
+					typ, old = event.Update, objs[j]
+				}
+				for _, o := range origins {
+					ev := event.New(typ, resourceOf(obj, rule), obj, old, time.Now())
+					ev.Origin, ev.Epoch = o.origin, o.epoch
+					fires := rule.Fires(ev, added)
+					verdict, steps := rule.Explain(ev, added)
+					all := !slices.ContainsFunc(steps, func(s rules.Step) bool { return !s.Held })
+					if fires != verdict || verdict != all || len(steps) == 0 {
+						t.Errorf("rule %s, new %d, old %d, origin %s/%d: Fires %v, Explain %v, steps all held %v: %+v",
+							rule.Name, i, j, o.origin, o.epoch, fires, verdict, all, steps)
+					}
+					if fires {
+						fired++
+					}
+				}
+			}
+		}
+	}
+	if fired == 0 {
+		t.Error("no combination fired: the fixtures do not exercise a firing rule")
+	}
+}

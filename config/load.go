@@ -1,0 +1,99 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// File is a decoded and validated config file: the tree with its defaults
+// applied, and where each field path stands in the file, so that the steps that
+// compile it (rules, action kinds) report problems at the right line too.
+type File struct {
+	// Path is the file the config was read from.
+	Path string
+	// Source is the file's content, to tell whether the file changed since.
+	Source []byte
+	// Config is the decoded tree with defaults applied.
+	Config *Config
+
+	lines map[string]int
+}
+
+// Problem returns a problem at the field path p, located at p's line (or its
+// nearest ancestor's).
+func (f *File) Problem(p, format string, args ...any) Problem {
+	return Problem{File: f.Path, Line: lineOf(f.lines, p), Path: p, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Action returns the named action spec, or nil.
+func (f *File) Action(name string) *ActionSpec { return f.Config.Action(name) }
+
+// StateEnabled reports whether restart state is configured.
+func (f *File) StateEnabled() bool { return f.Config.StateEnabled() }
+
+// Load reads, decodes and validates the config file at path. A non-nil error is
+// either an I/O error or Problems, every problem in the file.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and validates a config file's content; name is used in messages.
+// The returned File is usable even when there are problems (for the compile
+// steps to add theirs); the error is then Problems.
+func Parse(name string, data []byte) (*File, error) {
+	d := &decoder{file: name, lines: map[string]int{}}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, Problems{{File: name, Line: yamlErrLine(err), Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	if len(doc.Content) == 0 {
+		return nil, Problems{{File: name, Msg: "the file is empty"}}
+	}
+	cfg := &Config{}
+	d.decode(&doc, reflectValue(cfg), "")
+	f := &File{Path: name, Source: data, Config: cfg, lines: d.lines}
+	v := &validator{file: f}
+	cfg.validate(v)
+	ps := append(d.problems, v.problems...)
+	if len(ps) > 0 {
+		return f, ps.Sorted()
+	}
+	return f, nil
+}
+
+// Sorted returns the problems in file order (stable for one line).
+func (ps Problems) Sorted() Problems {
+	slices.SortStableFunc(ps, func(a, b Problem) int { return a.Line - b.Line })
+	return ps
+}
+
+var yamlLineRE = regexp.MustCompile(`line (\d+)`)
+
+func yamlErrLine(err error) int {
+	m := yamlLineRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0
+	}
+	var n int
+	fmt.Sscan(m[1], &n)
+	return n
+}
+
+// validator collects the problems that types find in themselves.
+type validator struct {
+	file     *File
+	problems Problems
+}
+
+func (v *validator) errf(path, format string, args ...any) {
+	v.problems = append(v.problems, v.file.Problem(path, format, args...))
+}

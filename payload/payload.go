@@ -1,0 +1,90 @@
+package payload
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/dynwatch/dynwatch/event"
+)
+
+// Field is one payload field: a name and the gjson path its value is read from.
+type Field struct {
+	Name, Path string
+}
+
+// Prepared is an event made ready for payloads: objects redacted and the changed
+// paths computed, once, however many rules it matches.
+type Prepared struct {
+	Event     *event.Event
+	Object    []byte
+	OldObject []byte
+	Changed   []string
+}
+
+// Prepare redacts the event's objects with red and, for updates, computes the
+// changed paths.
+func Prepare(red *Redactor, ev *event.Event) *Prepared {
+	p := &Prepared{
+		Event:     ev,
+		Object:    red.Redact(ev.Resource, ev.Object),
+		OldObject: red.Redact(ev.Resource, ev.OldObject),
+	}
+	switch {
+	case ev.Type != event.Update:
+	case ev.OldPaths != nil:
+		// Only the recorded paths are known of the old state.
+		for _, path := range ev.OldPaths {
+			if gjson.GetBytes(ev.OldObject, path).Raw != gjson.GetBytes(ev.Object, path).Raw {
+				p.Changed = append(p.Changed, path)
+			}
+		}
+		slices.Sort(p.Changed)
+	default:
+		p.Changed = ChangedPaths(ev.OldObject, ev.Object)
+	}
+	return p
+}
+
+// Build returns the payload of the prepared event for the named rule, with the
+// rule's fields read from the redacted object.
+func Build(p *Prepared, rule string, fields []Field) *event.Payload {
+	ev := p.Event
+	pl := &event.Payload{
+		ID:              ev.ID(),
+		Time:            ev.Time.UTC().Format(event.TimeFormat),
+		Type:            ev.Type,
+		Replay:          ev.IsReplay(),
+		Rule:            rule,
+		Resource:        ev.Resource,
+		Namespace:       ev.Namespace,
+		Name:            ev.Name,
+		UID:             ev.UID,
+		ResourceVersion: ev.ResourceVersion,
+		Changed:         p.Changed,
+		Object:          p.Object,
+		OldObject:       p.OldObject,
+	}
+	if len(fields) > 0 {
+		pl.Fields = make(map[string]json.RawMessage, len(fields))
+		for _, f := range fields {
+			v := gjson.GetBytes(p.Object, f.Path)
+			if v.Exists() {
+				pl.Fields[f.Name] = json.RawMessage(v.Raw)
+			} else {
+				pl.Fields[f.Name] = json.RawMessage("null")
+			}
+		}
+	}
+	return pl
+}
+
+// Delivery encodes the payload once, for every action of its rule.
+func Delivery(pl *event.Payload, key string) (*event.Delivery, error) {
+	b, err := Marshal(pl)
+	if err != nil {
+		return nil, err
+	}
+	return &event.Delivery{Payload: pl, JSON: b, Key: key}, nil
+}

@@ -1,0 +1,82 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dynwatch/dynwatch/action"
+	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/payload"
+	"github.com/dynwatch/dynwatch/rules"
+)
+
+// File is a config file loaded, validated and compiled: the decoded tree (with
+// its path, source and line table), the compiled rules, the redactor, and each
+// action compiled once.
+type File struct {
+	*config.File
+	// Rules are the compiled rules, in file order.
+	Rules []*rules.Rule
+	// Redactor blanks the configured paths of payload objects.
+	Redactor *payload.Redactor
+	// Actions are the compiled actions, in file order.
+	Actions []*action.Action
+}
+
+// Load reads a config file and compiles it. A non-nil error is an I/O error
+// or config.Problems: every problem in the file, in file order.
+func Load(path string) (*File, error) {
+	cf, err := config.Load(path)
+	return compile(cf, err)
+}
+
+// Parse compiles a config file's content; name is used in messages.
+func Parse(name string, data []byte) (*File, error) {
+	cf, err := config.Parse(name, data)
+	return compile(cf, err)
+}
+
+// compile runs the steps above the schema (rules and action kinds) even when the
+// schema had problems, so that one run reports every problem.
+func compile(cf *config.File, err error) (*File, error) {
+	var ps config.Problems
+	if err != nil && !errors.As(err, &ps) {
+		return nil, err
+	}
+	if cf == nil {
+		return nil, err
+	}
+	f := &File{File: cf, Redactor: payload.NewRedactor(cf.Config.Redact)}
+	rs, rps := rules.Compile(cf)
+	f.Rules = rs
+	ps = append(ps, rps...)
+	for i, spec := range cf.Config.Actions {
+		if spec.Kind() == "" {
+			continue // config has reported it
+		}
+		a, ferr := action.Compile(spec)
+		if ferr != nil {
+			ps = append(ps, cf.Problem(fmt.Sprintf("actions[%d].%s", i, ferr.Field), "%v", ferr.Err))
+			continue
+		}
+		f.Actions = append(f.Actions, a)
+	}
+	if len(ps) > 0 {
+		return nil, ps.Sorted()
+	}
+	return f, nil
+}
+
+// Prepare redacts the event's objects and, for updates, computes the changed paths.
+func (f *File) Prepare(ev *event.Event) *payload.Prepared { return payload.Prepare(f.Redactor, ev) }
+
+// Rule returns the named rule, or nil.
+func (f *File) Rule(name string) *rules.Rule {
+	for _, r := range f.Rules {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
