@@ -1,5 +1,7 @@
 // Package discovery enumerates the group/version/resources an API server serves
 // and resolves rule selectors to them.
+//
+// It imports no dynwatch package but event.
 package discovery
 
 import (

@@ -1,6 +1,9 @@
 // Package dyninformer runs one dynamic shared informer per watched resource and
 // namespace scope, started and stopped while the program runs, and turns what
 // they see into events whose objects are JSON bytes.
+//
+// It knows nothing of rules or actions: it imports no dynwatch package but
+// event.
 package dyninformer
 
 import (

@@ -1,6 +1,9 @@
 // Package event holds the two shapes an event takes on its way through dynwatch:
 // Event, what an informer saw (objects as JSON bytes), and Payload, what an action
 // delivers.
+//
+// It is the vocabulary every other package shares, so it imports no dynwatch
+// package.
 package event
 
 import (

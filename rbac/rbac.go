@@ -1,6 +1,9 @@
 // Package rbac works out the least privilege a config needs — list and watch on
 // exactly the resources it selects, cluster-wide or per namespace — prints it as
 // RBAC YAML, and checks it against a cluster with SelfSubjectAccessReviews.
+//
+// It starts from plan and must not import the daemon's packages (watcher,
+// daemon, state).
 package rbac
 
 import (

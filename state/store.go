@@ -3,6 +3,9 @@
 // evaluate `changed` and `object: old` on it), and the durable action queues.
 // It lives in one bbolt file; an object's record advances in the same
 // transaction as the events it produced.
+//
+// It knows nothing of rules or the watcher: it imports no dynwatch package but
+// fieldpath.
 package state
 
 import (

@@ -3,6 +3,8 @@
 // evaluates each event with the rules of its resource only, and hands matches to
 // the action queues. The watched set follows the cluster (CRDs that appear or go)
 // and the config (reloads) without a restart.
+//
+// It is the daemon's engine: only daemon (and tests) import it.
 package watcher
 
 import (
