@@ -56,11 +56,17 @@ func (x *Exec) Send(ctx context.Context, d *event.Delivery) error {
 	var out tailBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
+	// A command that ran and failed, or hung, failed on this event: it backs off
+	// alone. One that could not start at all fails for every event.
 	if ctx.Err() == context.DeadlineExceeded {
-		return fmt.Errorf("%s: timed out after %s (process group killed)", x.argv[0], x.timeout)
+		return &Failure{Err: fmt.Errorf("%s: timed out after %s (process group killed)", x.argv[0], x.timeout), OneEvent: true}
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return &Failure{Err: fmt.Errorf("%s: %w: %s", x.argv[0], err, bytes.TrimSpace(out.Bytes())), OneEvent: true}
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w: %s", x.argv[0], err, bytes.TrimSpace(out.Bytes()))
+		return fmt.Errorf("%s: %w", x.argv[0], err)
 	}
 	return nil
 }

@@ -32,6 +32,11 @@ type Failure struct {
 	Permanent bool
 	// RetryAfter is the receiver's Retry-After, if it gave one.
 	RetryAfter time.Duration
+	// OneEvent marks a failure of this event alone while the receiver works (a
+	// command that ran and failed on this payload): the event backs off on its
+	// own and the others go on. Any other failure means the receiver is down:
+	// the whole action backs off, one probe at a time.
+	OneEvent bool
 }
 
 func (f *Failure) Error() string { return f.Err.Error() }
@@ -46,19 +51,29 @@ type Retry struct {
 	MaxBackoff time.Duration
 }
 
-// backoff returns the wait before retry n (1-based): the exponential step with
-// "equal jitter" (half fixed, half random) so that retries of many events spread out.
-func (r Retry) backoff(n int) time.Duration {
+// step returns the exponential step before retry n (1-based), without jitter.
+func (r Retry) step(n int) time.Duration {
 	d := r.Initial
 	for i := 1; i < n && d < r.MaxBackoff; i++ {
 		d *= 2
 	}
-	d = min(d, r.MaxBackoff)
+	return min(d, r.MaxBackoff)
+}
+
+// backoff returns the wait before retry n (1-based): the exponential step with
+// "equal jitter" (half fixed, half random) so that retries of many events spread out.
+func (r Retry) backoff(n int) time.Duration {
+	d := r.step(n)
 	if d <= 1 {
 		return d
 	}
 	return d/2 + rand.N(d/2+1)
 }
+
+// maxProbeInterval caps the wait between probes of an action that is down: a
+// probe is one request, so a receiver that is back is found within this long
+// however long it was down. Events' retries still count on their own schedule.
+const maxProbeInterval = 2 * time.Second
 
 // Stats counts what a queue did. All counts are since the queue was made.
 type Stats struct {
@@ -68,11 +83,28 @@ type Stats struct {
 	Failed    uint64 // gave up: retries exhausted or a permanent failure
 	Dropped   uint64 // refused because the queue was full
 	Abandoned uint64 // still queued when the shutdown grace period ended
+	Outages   uint64 // times the action went down (its receiver failing)
+}
+
+// item is one delivery in the queue with its attempts so far.
+type item struct {
+	d *event.Delivery
+	// attempts counts the attempts that count against retry.max: every one,
+	// but for failures of a down receiver that come sooner than the event's own
+	// backoff schedule would have retried it (probes are more frequent).
+	attempts int
+	countAt  time.Time // when a failure of the receiver counts again
 }
 
 // Queue is one action's queue. Deliveries with the same Key are delivered one at
 // a time in the order they were enqueued; different keys proceed in parallel, up
 // to Concurrency at once.
+//
+// Failures back off per action, not per event: when the receiver fails, the
+// action is down, one probe at a time retries on the backoff schedule while
+// the other deliveries wait without holding a worker, and the first success
+// lets the whole backlog go at full concurrency. A failure of one event alone
+// (Failure.OneEvent) backs off that event's key only.
 type Queue struct {
 	name        string
 	sender      Sender
@@ -81,16 +113,29 @@ type Queue struct {
 	concurrency int
 	log         *slog.Logger
 	done        func(*event.Delivery)
+	durable     bool
 
 	mu      sync.Mutex
 	cond    *sync.Cond
-	pending map[string][]*event.Delivery // by key; the head is in flight or next
-	ready   []string                     // keys with work and no worker on them
-	total   int                          // deliveries queued, in flight included
-	stop    bool                         // workers exit when set
-	closed  bool                         // Run has returned: nothing more is delivered
+	pending map[string][]*item // by key; the head is in flight, waiting or next
+	ready   []string           // keys with work and no worker on them
+	total   int                // deliveries queued, in flight included
+	stop    bool               // workers exit when set
+	closed  bool               // Run has returned: nothing more is delivered
+	health  health
+	warned  time.Time // last per-event failure warning, to log at most once a minute
 
-	enqueued, delivered, retries, failed, dropped, abandoned atomic.Uint64
+	enqueued, delivered, retries, failed, dropped, abandoned, outages atomic.Uint64
+}
+
+// health is whether the action's receiver is down, and its probe schedule.
+type health struct {
+	down      bool
+	since     time.Time // when it went down
+	failures  int       // consecutive failed probes
+	probing   bool      // a probe is in flight
+	nextProbe time.Time
+	waiting   int // most deliveries queued while down
 }
 
 // QueueOptions configure a Queue.
@@ -102,6 +147,9 @@ type QueueOptions struct {
 	// Done, when set, is called once a delivery is finished with: delivered, or
 	// given up (and logged). A durable queue removes it from disk there.
 	Done func(*event.Delivery)
+	// Durable says that what is queued is also on disk: what is left at
+	// shutdown is delivered after the next start, not lost.
+	Durable bool
 }
 
 // NewQueue returns a queue named name that delivers through sender.
@@ -123,7 +171,8 @@ func NewQueue(name string, sender Sender, opts QueueOptions) *Queue {
 		concurrency: opts.Concurrency,
 		log:         opts.Logger.With("action", name),
 		done:        opts.Done,
-		pending:     map[string][]*event.Delivery{},
+		durable:     opts.Durable,
+		pending:     map[string][]*item{},
 	}
 	q.cond = sync.NewCond(&q.mu)
 	return q
@@ -149,11 +198,14 @@ func (q *Queue) Enqueue(d *event.Delivery) bool {
 		return false
 	}
 	list, busy := q.pending[d.Key]
-	q.pending[d.Key] = append(list, d)
+	q.pending[d.Key] = append(list, &item{d: d})
 	if !busy {
 		q.ready = append(q.ready, d.Key)
 	}
 	q.total++
+	if q.health.down {
+		q.health.waiting = max(q.health.waiting, q.total)
+	}
 	q.mu.Unlock()
 	q.enqueued.Add(1)
 	q.cond.Signal()
@@ -167,6 +219,13 @@ func (q *Queue) Len() int {
 	return q.total
 }
 
+// Down reports whether the action's receiver is failing, and since when.
+func (q *Queue) Down() (bool, time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.health.down, q.health.since
+}
+
 // Stats returns the queue's counters.
 func (q *Queue) Stats() Stats {
 	return Stats{
@@ -176,6 +235,7 @@ func (q *Queue) Stats() Stats {
 		Failed:    q.failed.Load(),
 		Dropped:   q.dropped.Load(),
 		Abandoned: q.abandoned.Load(),
+		Outages:   q.outages.Load(),
 	}
 }
 
@@ -189,7 +249,9 @@ func (q *Queue) Run(ctx context.Context, grace time.Duration) error {
 		wg.Go(func() { q.work(workCtx) })
 	}
 	<-ctx.Done()
-
+	if n := q.Len(); n > 0 {
+		q.log.Info("draining the action's queue before stopping", "events", n, "for up to", grace.String())
+	}
 	drained := make(chan struct{})
 	go func() {
 		q.mu.Lock()
@@ -209,98 +271,245 @@ func (q *Queue) Run(ctx context.Context, grace time.Duration) error {
 	q.stop = true
 	q.mu.Unlock()
 	q.cond.Broadcast()
-	cancelWork() // aborts attempts and backoff waits still running
+	cancelWork() // aborts attempts still running
 	wg.Wait()
 	<-drained
+	q.abandon()
+	return nil
+}
 
+// abandon closes the queue and logs what is left in it: each event by id, and
+// the total.
+func (q *Queue) abandon() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
+	left := 0
 	for _, list := range q.pending {
-		for _, d := range list {
+		for _, it := range list {
+			left++
 			q.abandoned.Add(1)
-			q.log.Error("not delivered before shutdown", "id", d.Payload.ID, "rule", d.Payload.Rule)
+			if q.durable {
+				q.log.Info("not delivered before shutdown; kept on disk for the next start", "id", it.d.Payload.ID, "rule", it.d.Payload.Rule)
+			} else {
+				q.log.Error("not delivered before shutdown", "id", it.d.Payload.ID, "rule", it.d.Payload.Rule)
+			}
 		}
 	}
-	return nil
+	switch {
+	case left == 0:
+	case q.durable:
+		q.log.Warn("stopped with undelivered events; they are kept on disk and delivered after the next start", "events", left)
+	default:
+		q.log.Error("stopped with undelivered events; they are lost", "events", left)
+	}
+}
+
+// next waits for a delivery this worker may attempt: a ready key while the
+// action is up, or, while it is down, the one probe when its time has come.
+// It returns false when the worker is to stop.
+func (q *Queue) next() (key string, it *item, probe bool, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		if q.stop {
+			return "", nil, false, false
+		}
+		h := &q.health
+		if len(q.ready) > 0 && (!h.down || (!h.probing && !time.Now().Before(h.nextProbe))) {
+			break
+		}
+		q.cond.Wait()
+	}
+	key = q.ready[0]
+	q.ready = q.ready[1:]
+	if q.health.down {
+		q.health.probing, probe = true, true
+	}
+	return key, q.pending[key][0], probe, true
 }
 
 func (q *Queue) work(ctx context.Context) {
 	for {
-		q.mu.Lock()
-		for len(q.ready) == 0 && !q.stop {
-			q.cond.Wait()
-		}
-		if q.stop {
-			q.mu.Unlock()
+		key, it, probe, ok := q.next()
+		if !ok {
 			return
 		}
-		key := q.ready[0]
-		q.ready = q.ready[1:]
-		d := q.pending[key][0]
-		q.mu.Unlock()
-
-		finished := q.deliver(ctx, d)
-		if finished && q.done != nil {
-			q.done(d)
+		if it.attempts > 0 {
+			q.retries.Add(1)
 		}
-
-		q.mu.Lock()
-		if finished {
-			list := q.pending[key][1:]
-			if len(list) == 0 {
-				delete(q.pending, key)
-			} else {
-				q.pending[key] = list
-			}
-			q.total--
+		err := q.sender.Send(ctx, it.d)
+		if err != nil && ctx.Err() != nil {
+			q.release(key, probe) // stopping: it stays queued and counts as abandoned
+			continue
 		}
-		if _, more := q.pending[key]; more && !q.stop {
+		q.settle(key, it, probe, err)
+	}
+}
+
+// release puts an attempted key back without a verdict.
+func (q *Queue) release(key string, probe bool) {
+	q.mu.Lock()
+	if probe {
+		q.health.probing = false
+	}
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// settle records the outcome of one attempt at the head of key's list.
+func (q *Queue) settle(key string, it *item, probe bool, err error) {
+	var f *Failure
+	errors.As(err, &f)
+	receiverDown := err != nil && (f == nil || !f.Permanent && !f.OneEvent)
+	if now := time.Now(); !receiverDown || !now.Before(it.countAt) {
+		it.attempts++
+		it.countAt = now.Add(q.retry.step(it.attempts) / 2) // the earliest its own jittered retry could come
+	}
+	switch {
+	case err == nil:
+		q.delivered.Add(1)
+		q.up()
+		q.finish(key)
+	case f != nil && f.Permanent:
+		q.up() // the receiver answered
+		q.giveUp(key, it, "permanent failure, not retried", err)
+	case it.attempts > q.retry.Max:
+		if f == nil || !f.OneEvent {
+			q.failing(probe, f, err)
+		} else {
+			q.up()
+		}
+		q.giveUp(key, it, "retries exhausted", err)
+	case f != nil && f.OneEvent:
+		q.up()
+		q.retryAlone(key, it, f, err)
+	default:
+		q.failing(probe, f, err)
+		q.requeueFirst(key)
+	}
+}
+
+// finish removes the head of key's list and hands the key on if it has more.
+func (q *Queue) finish(key string) {
+	q.mu.Lock()
+	head := q.pending[key][0]
+	list := q.pending[key][1:]
+	if len(list) == 0 {
+		delete(q.pending, key)
+	} else {
+		q.pending[key] = list
+		if !q.stop {
 			q.ready = append(q.ready, key) // to the back: other objects get a turn
 		}
+	}
+	q.total--
+	q.mu.Unlock()
+	if q.done != nil {
+		q.done(head.d)
+	}
+	q.cond.Broadcast()
+}
+
+func (q *Queue) giveUp(key string, it *item, reason string, err error) {
+	q.failed.Add(1)
+	q.log.Error("delivery failed: "+reason, "id", it.d.Payload.ID, "rule", it.d.Payload.Rule, "attempts", it.attempts, "err", err)
+	q.finish(key)
+}
+
+// requeueFirst puts key at the front of the ready keys: while the action is
+// down, the event that failed is the next probe.
+func (q *Queue) requeueFirst(key string) {
+	q.mu.Lock()
+	if !q.stop {
+		q.ready = append([]string{key}, q.ready...)
+	}
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// retryAlone backs off one event's key on its own schedule; no worker waits
+// for it.
+func (q *Queue) retryAlone(key string, it *item, f *Failure, err error) {
+	wait := q.retry.backoff(it.attempts)
+	if f.RetryAfter > 0 {
+		wait = f.RetryAfter
+	}
+	q.mu.Lock()
+	now := time.Now()
+	warn := now.Sub(q.warned) >= time.Minute
+	if warn {
+		q.warned = now
+	}
+	q.mu.Unlock()
+	if warn {
+		q.log.Warn("delivery failed; retrying this event on its own (more such failures are logged at most once a minute)", "id", it.d.Payload.ID, "attempt", it.attempts, "wait", wait.String(), "err", err)
+	} else {
+		q.log.Debug("delivery failed; retrying", "id", it.d.Payload.ID, "attempt", it.attempts, "wait", wait.String(), "err", err)
+	}
+	time.AfterFunc(wait, func() {
+		q.mu.Lock()
+		if !q.stop {
+			q.ready = append(q.ready, key)
+		}
 		q.mu.Unlock()
+		q.cond.Signal()
+	})
+}
+
+// failing records a failure of the receiver: the action goes down (logged
+// once, with the reason and how much is queued), and a failed probe sets the
+// next one on the backoff schedule, or after the receiver's Retry-After.
+func (q *Queue) failing(probe bool, f *Failure, err error) {
+	q.mu.Lock()
+	h := &q.health
+	wentDown := !h.down
+	if wentDown {
+		*h = health{down: true, since: time.Now(), waiting: q.total}
+	}
+	if !wentDown && !probe {
+		// An attempt that began before the action went down: it does not count
+		// as a probe, but a Retry-After it brought still holds the probe back.
+		if f != nil && f.RetryAfter > 0 {
+			h.nextProbe = later(h.nextProbe, time.Now().Add(f.RetryAfter))
+			time.AfterFunc(time.Until(h.nextProbe), q.cond.Broadcast)
+		}
+		q.mu.Unlock()
+		q.cond.Broadcast()
+		return
+	}
+	h.failures++
+	wait := min(q.retry.backoff(h.failures), maxProbeInterval)
+	if f != nil && f.RetryAfter > 0 {
+		wait = f.RetryAfter // the receiver knows best when it can take more
+	}
+	h.nextProbe, h.probing = time.Now().Add(wait), false
+	depth, failures := q.total, h.failures
+	q.mu.Unlock()
+	if wentDown {
+		q.outages.Add(1)
+		q.log.Warn("action failing: delivering one probe at a time on the backoff schedule until it recovers", "queued", depth, "err", err)
+	}
+	q.log.Debug("probe failed", "failures", failures, "next in", wait.String(), "err", err)
+	time.AfterFunc(wait, q.cond.Broadcast)
+}
+
+// up records that the receiver answered: if the action was down, it is up
+// again and the backlog goes at full concurrency.
+func (q *Queue) up() {
+	q.mu.Lock()
+	h := q.health
+	q.health = health{}
+	q.mu.Unlock()
+	if h.down {
+		q.log.Info("action recovered: delivering the backlog", "downFor", time.Since(h.since).Round(time.Millisecond).String(), "waited", h.waiting, "probes", h.failures+1)
 		q.cond.Broadcast()
 	}
 }
 
-// deliver tries d until it succeeds, fails for good, or ctx ends. It returns
-// false only when ctx ended first: d stays queued and counts as abandoned.
-func (q *Queue) deliver(ctx context.Context, d *event.Delivery) bool {
-	var err error
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			q.retries.Add(1)
-		}
-		err = q.sender.Send(ctx, d)
-		if err == nil {
-			q.delivered.Add(1)
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		var f *Failure
-		permanent := errors.As(err, &f) && f.Permanent
-		if permanent || attempt >= q.retry.Max {
-			q.failed.Add(1)
-			reason := "retries exhausted"
-			if permanent {
-				reason = "permanent failure, not retried"
-			}
-			q.log.Error("delivery failed: "+reason, "id", d.Payload.ID, "rule", d.Payload.Rule, "attempts", attempt+1, "err", err)
-			return true
-		}
-		wait := q.retry.backoff(attempt + 1)
-		if f != nil && f.RetryAfter > 0 {
-			wait = f.RetryAfter // the receiver knows best when it can take more
-		}
-		q.log.Debug("delivery failed; retrying", "id", d.Payload.ID, "attempt", attempt+1, "wait", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		case <-t.C:
-		}
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
 	}
+	return b
 }

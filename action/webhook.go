@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"text/template"
@@ -20,7 +22,10 @@ import (
 // Webhook sends payloads over HTTP on a transport of its own, never the
 // process-wide default one, so that its TLS settings and timeouts are its own.
 type Webhook struct {
-	url     string
+	url string
+	// where is the URL as logs and errors show it: scheme and host only, since
+	// a path or query often holds a token (Slack, Teams).
+	where   string
 	method  string
 	headers map[string]string
 	body    *template.Template
@@ -51,6 +56,7 @@ func NewWebhook(spec *config.WebhookSpec, body *template.Template) (*Webhook, er
 	transport.MaxIdleConnsPerHost = 32
 	w := &Webhook{
 		url:     spec.URL,
+		where:   Where(spec.URL),
 		method:  spec.Method,
 		headers: spec.Headers,
 		client: &http.Client{
@@ -92,7 +98,11 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return err // network errors and timeouts are retried
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its text holds the whole URL
+		}
+		return fmt.Errorf("%s %s: %w", w.method, w.where, err) // network errors and timeouts are retried
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -100,7 +110,7 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}
-	f := &Failure{Err: fmt.Errorf("%s %s: %s: %s", w.method, w.url, resp.Status, bytes.TrimSpace(snippet))}
+	f := &Failure{Err: fmt.Errorf("%s %s: %s: %s", w.method, w.where, resp.Status, bytes.TrimSpace(snippet))}
 	switch {
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
 		f.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -122,4 +132,13 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// Where returns a URL as dynwatch's logs show it: scheme and host only.
+func Where(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(unparsable URL)"
+	}
+	return u.Scheme + "://" + u.Host
 }

@@ -172,8 +172,9 @@ func (w *Watcher) newQueue(a *action.Action) (*queueRun, error) {
 		Logger:      w.log,
 	}
 	if w.durable != nil {
-		// Accepted events are on disk: the memory queue refuses none.
-		opts.Size = math.MaxInt
+		// Accepted events are on disk: the memory queue refuses none, and what
+		// is left at shutdown is delivered after the next start.
+		opts.Size, opts.Durable = math.MaxInt, true
 		name, store := a.Spec.Name, w.durable.store
 		opts.Done = func(d *event.Delivery) {
 			if d.Seq == 0 {

@@ -1,0 +1,140 @@
+package action
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/event"
+)
+
+// A receiver that is down for several backoff steps and comes back: while it
+// is down one probe at a time goes out, the outage and the recovery are
+// logged once each, and once it is back the whole backlog arrives within a
+// probe interval, in order per object, although the events' own backoff
+// (maxBackoff 30s) would have them wait much longer.
+func TestReceiverDownThenBack(t *testing.T) {
+	const objects, updates, outage = 40, 3, 4 * time.Second
+	var (
+		down      atomic.Bool
+		mu        sync.Mutex
+		seen      = map[string][]int{}
+		inFlight  atomic.Int64
+		maxDown   atomic.Int64 // most requests in flight at once while down, after the first wave
+		downCalls atomic.Int64
+	)
+	down.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		if down.Load() {
+			if downCalls.Add(1) > 4 {
+				for m := maxDown.Load(); n > m && !maxDown.CompareAndSwap(m, n); m = maxDown.Load() {
+				}
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		var pl event.Payload
+		_ = json.NewDecoder(r.Body).Decode(&pl)
+		var seq struct{ Seq int }
+		_ = json.Unmarshal(pl.Object, &seq)
+		mu.Lock()
+		seen[pl.Name] = append(seen[pl.Name], seq.Seq)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+
+	var logs logBuffer
+	w := webhook(t, fmt.Sprintf(`{url: %q}`, srv.URL))
+	q := NewQueue("hook", w, QueueOptions{Concurrency: 4, Retry: Retry{Max: 1000, Initial: 50 * time.Millisecond, MaxBackoff: 30 * time.Second}, Logger: logs.logger()})
+	runQueue(t, q)
+	start := time.Now()
+	for u := range updates {
+		for o := range objects {
+			q.Enqueue(delivery(fmt.Sprint("obj", o), u))
+		}
+		time.Sleep(outage / updates / 2)
+	}
+	time.Sleep(time.Until(start.Add(outage)))
+	requestsWhileDown := downCalls.Load()
+	down.Store(false)
+	back := time.Now()
+	waitFor(t, "the backlog", 30*time.Second, func() bool { return q.Stats().Delivered == objects*updates })
+	drain := time.Since(back)
+	t.Logf("outage %s: %d requests while down; backlog of %d delivered %s after the receiver came back", outage, requestsWhileDown, objects*updates, drain.Round(time.Millisecond))
+
+	if drain > maxProbeInterval+2*time.Second {
+		t.Errorf("the backlog took %s after recovery; a probe goes out at least every %s", drain, maxProbeInterval)
+	}
+	if m := maxDown.Load(); m > 1 {
+		t.Errorf("%d requests in flight at once while the receiver was down; want one probe at a time", m)
+	}
+	mu.Lock()
+	for o := range objects {
+		if got := fmt.Sprint(seen[fmt.Sprint("obj", o)]); got != "[0 1 2]" {
+			t.Errorf("obj%d order %s", o, got)
+		}
+	}
+	mu.Unlock()
+	st := q.Stats()
+	if st.Failed != 0 || st.Outages != 1 {
+		t.Errorf("stats %+v: want no failure and one outage", st)
+	}
+	log := logs.String()
+	for _, want := range []string{"level=WARN msg=\"action failing", "503 Service Unavailable", "level=INFO msg=\"action recovered", "waited=120"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	if n := strings.Count(log, "action failing"); n != 1 {
+		t.Errorf("the outage was logged %d times", n)
+	}
+	if strings.Contains(log, srv.URL[len("http://127.0.0.1"):]+"/") {
+		t.Errorf("log shows the URL's path")
+	}
+}
+
+// A command that fails on one object only backs off that object alone: the
+// action never counts as down, the other objects are delivered meanwhile, the
+// first failure is a WARN with the reason, and exhausted retries an ERROR.
+func TestOneEventFailsAlone(t *testing.T) {
+	f, err := config.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
+actions:
+  - name: x
+    exec: {command: [/bin/sh, -c, 'cat >/dev/null; if [ "$DYNWATCH_NAME" = bad ]; then echo "no such widget" >&2; exit 3; fi']}
+rules: [{name: r, resources: [{kind: ConfigMap}], actions: [x]}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuffer
+	q := NewQueue("x", NewExec(f.Config.Actions[0].Exec), QueueOptions{Concurrency: 2, Retry: Retry{Max: 2, Initial: 300 * time.Millisecond, MaxBackoff: time.Second}, Logger: logs.logger()})
+	runQueue(t, q)
+	q.Enqueue(delivery("bad", 0))
+	for o := range 10 {
+		q.Enqueue(delivery(fmt.Sprint("ok", o), 0))
+	}
+	waitFor(t, "the good objects", 10*time.Second, func() bool { return q.Stats().Delivered == 10 })
+	if st := q.Stats(); st.Failed != 0 {
+		t.Errorf("the bad object gave up before the others were delivered: %+v", st)
+	}
+	waitFor(t, "the bad object to give up", 10*time.Second, func() bool { return q.Stats().Failed == 1 })
+	if down, _ := q.Down(); down || q.Stats().Outages != 0 {
+		t.Errorf("one failing event took the action down: %+v", q.Stats())
+	}
+	log := logs.String()
+	for _, want := range []string{"level=WARN", "no such widget", "exit status 3", "level=ERROR msg=\"delivery failed: retries exhausted\"", "attempts=3"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
