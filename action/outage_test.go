@@ -137,4 +137,3 @@ rules: [{name: r, resources: [{kind: ConfigMap}], actions: [x]}]
 		}
 	}
 }
-
