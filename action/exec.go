@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,7 +19,7 @@ import (
 var errNoCommand = errors.New("exec: no command")
 
 // Exec runs a command per payload: argv as configured, never through a shell,
-// the payload JSON on stdin and the event's identity in DYNWATCH_* variables.
+// the payload as one JSON line on stdin and the event's identity in DYNWATCH_* variables.
 type Exec struct {
 	argv    []string
 	timeout time.Duration
@@ -52,7 +54,8 @@ func (x *Exec) Send(ctx context.Context, d *event.Delivery) error {
 		"DYNWATCH_KIND="+p.Resource.Kind,
 		"DYNWATCH_EVENT_ID="+p.ID,
 	)
-	cmd.Stdin = bytes.NewReader(d.JSON)
+	// One JSON line, so that `cat >> file` keeps payloads apart.
+	cmd.Stdin = io.MultiReader(bytes.NewReader(d.JSON), strings.NewReader("\n"))
 	var out tailBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

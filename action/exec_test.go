@@ -106,8 +106,8 @@ func TestExecReceivesArgvEnvAndStdin(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got.Env[k], v)
 		}
 	}
-	if got.Stdin != string(b) {
-		t.Errorf("stdin = %s, want the payload %s", got.Stdin, b)
+	if got.Stdin != string(b)+"\n" {
+		t.Errorf("stdin = %q, want the payload as one JSON line %q", got.Stdin, string(b)+"\n")
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("shell metacharacters in object data or argv were executed")

@@ -9,6 +9,7 @@ package watcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,6 +60,7 @@ type Watcher struct {
 	queueWG  sync.WaitGroup
 	warned   map[string]bool // rules already warned about selecting nothing
 	durable  *durable        // nil without state.path
+	lost     atomic.Uint64   // events abandoned at shutdown without state
 }
 
 // pipeline is one consistent view of the config: the rules by resource and the
@@ -216,9 +218,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 	if w.durable == nil {
 		w.log.Info("no state.path: objects that exist at start fire nothing unless a rule sets onStart: all")
 	}
-	cat, err := discovery.Load(w.disc)
-	if err != nil {
-		return err
+	cat := w.firstCatalog(ctx)
+	if cat == nil {
+		return nil // stopped before the API server could be reached
 	}
 	w.reportFailed(cat, nil)
 
@@ -251,7 +253,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	wg.Go(func() { w.reportSynced(ctx, time.Now()) })
 	wg.Go(func() { _ = w.crds.Run(ctx) })
 	wg.Go(func() { w.refreshLoop(ctx) })
-	err = w.mgr.Run(ctx) // returns once every informer goroutine is gone
+	err := w.mgr.Run(ctx) // returns once every informer goroutine is gone
 	wg.Wait()
 	if w.durable != nil {
 		w.durable.commits.Close() // informers are gone: apply what they submitted
@@ -259,7 +261,42 @@ func (w *Watcher) Run(ctx context.Context) error {
 	<-committed
 	stopQueues() // no more events can arrive: drain what is queued
 	w.queueWG.Wait()
+	if n := w.lost.Load(); err == nil && n > 0 {
+		err = fmt.Errorf("%w: %d", ErrUndelivered, n)
+	}
 	return err
+}
+
+// ErrUndelivered is what Run returns when it stopped with events that were
+// neither delivered nor kept on disk (no state.path and the shutdown grace
+// ran out).
+var ErrUndelivered = errors.New("stopped with events neither delivered nor kept on disk")
+
+// firstCatalog reads discovery until it succeeds or ctx ends (then nil): an API
+// server that cannot be reached is logged at WARN at once, then again at most
+// every minute with how long it has been, and retried with backoff.
+func (w *Watcher) firstCatalog(ctx context.Context) *discovery.Catalog {
+	start, warned := time.Now(), time.Time{}
+	delay := 500 * time.Millisecond
+	for {
+		cat, err := discovery.Load(w.disc)
+		if err == nil {
+			if !warned.IsZero() {
+				w.log.Info("API server reached", "after", time.Since(start).Round(time.Second).String())
+			}
+			return cat
+		}
+		if time.Since(warned) >= time.Minute {
+			warned = time.Now()
+			w.log.Warn("cannot reach the API server; retrying", "for", time.Since(start).Round(time.Second).String(), "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 15*time.Second)
+	}
 }
 
 // reportSynced logs once when every informer has listed (and, with state, every
@@ -280,6 +317,9 @@ func (w *Watcher) startQueue(qr *queueRun, file *plan.File) {
 	grace := file.Config.ShutdownGrace.Std()
 	w.queueWG.Go(func() {
 		_ = qr.q.Run(ctx, grace)
+		if w.durable == nil {
+			w.lost.Add(qr.q.Stats().Abandoned)
+		}
 		if qr.closer != nil {
 			_ = qr.closer.Close() // a log file stays open until its queue has drained
 		}
