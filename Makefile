@@ -7,7 +7,7 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 TESTENV   := .testenv/bin
 GOTESTFLAGS ?=
 
-.PHONY: all build testenv test unit vet demo bench clean help
+.PHONY: all build testenv test unit vet demo bench fuzz clean help
 
 all: build
 
@@ -34,6 +34,10 @@ demo: testenv build ## run dynwatch against a local API server with a demo CRD; 
 
 bench: ## benchmarks (compare runs with benchstat)
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./rules/... ./action/...
+
+fuzz: ## fuzz the config loader and tail's --where parser for a minute each
+	$(GO) test ./plan -run '^$$' -fuzz FuzzParse -fuzztime 60s
+	$(GO) test ./tail -run '^$$' -fuzz FuzzParseWhere -fuzztime 60s
 
 clean: ## remove build outputs (keeps the control-plane binaries)
 	rm -rf bin

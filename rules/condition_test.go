@@ -214,7 +214,8 @@ func TestOperatorTableRow(t *testing.T) {
 // A matches value that is valid alone but not once anchored is a problem at
 // load, never a panic.
 func TestMatchesAnchoringIsChecked(t *testing.T) {
-	for _, v := range []string{`'\Qfoo'`, `'(a'`} {
+	deep := strings.Repeat("(", 999) + "a" + strings.Repeat(")", 999) // valid alone, one group too deep anchored
+	for _, v := range []string{`'\Qfoo'`, `'(a'`, "'" + deep + "'"} {
 		var node yaml.Node
 		if err := yaml.Unmarshal([]byte(v), &node); err != nil {
 			t.Fatal(err)

@@ -66,11 +66,19 @@ func (r *Rule) Fires(ev *event.Event, added Added) bool { return r.decide(ev, ad
 
 // Explain is Fires recording every check it makes, in order, with what it found
 // and whether it held; unlike Fires it goes on past a failed check, so that
-// every check is shown. The verdict is Fires' by construction.
-func (r *Rule) Explain(ev *event.Event, added Added) (bool, []Step) {
-	var steps []Step
-	fires := r.decide(ev, added, &steps)
-	return fires, steps
+// every check is shown. The verdict is Fires' by construction. What it found is
+// read from the objects as red redacts them (nil: as they are), as every output
+// shows them.
+func (r *Rule) Explain(ev *event.Event, added Added, red *payload.Redactor) (bool, []Step) {
+	rec := &recorder{obj: red.Redact(ev.Resource, ev.Object), old: red.Redact(ev.Resource, ev.OldObject)}
+	fires := r.decide(ev, added, rec)
+	return fires, rec.steps
+}
+
+// recorder collects Explain's steps, and the objects it shows values from.
+type recorder struct {
+	steps    []Step
+	obj, old []byte
 }
 
 // Holds reports whether the event's object is in the rule's namespaces, matches
@@ -80,7 +88,7 @@ func (r *Rule) Holds(ev *event.Event) bool { return r.holds(ev, nil) }
 
 // decide runs every check of the rule on ev; with rec it records each one and
 // does not stop at the first that fails.
-func (r *Rule) decide(ev *event.Event, added Added, rec *[]Step) bool {
+func (r *Rule) decide(ev *event.Event, added Added, rec *recorder) bool {
 	ok := r.originAllows(ev, added, rec)
 	if !ok && rec == nil {
 		return false
@@ -99,7 +107,7 @@ func (r *Rule) decide(ev *event.Event, added Added, rec *[]Step) bool {
 // originAllows decides by where the event came from: a relist after a version
 // move fires nothing; an initial list fires only rules with onStart: all (and,
 // after a reload, only the rules it added); a replay only onStart: diff.
-func (r *Rule) originAllows(ev *event.Event, added Added, rec *[]Step) bool {
+func (r *Rule) originAllows(ev *event.Event, added Added, rec *recorder) bool {
 	var held bool
 	found := ev.Origin.String()
 	switch ev.Origin {
@@ -124,7 +132,7 @@ func (r *Rule) originAllows(ev *event.Event, added Added, rec *[]Step) bool {
 	return held
 }
 
-func (r *Rule) onAllows(ev *event.Event, rec *[]Step) bool {
+func (r *Rule) onAllows(ev *event.Event, rec *recorder) bool {
 	held := r.on&onBits[ev.Type] != 0
 	if rec != nil {
 		var on []string
@@ -138,7 +146,7 @@ func (r *Rule) onAllows(ev *event.Event, rec *[]Step) bool {
 	return held
 }
 
-func (r *Rule) holds(ev *event.Event, rec *[]Step) bool {
+func (r *Rule) holds(ev *event.Event, rec *recorder) bool {
 	ok := true
 	if r.Namespaces != nil {
 		held := r.InNamespace(ev.Namespace)
@@ -158,7 +166,7 @@ func (r *Rule) holds(ev *event.Event, rec *[]Step) bool {
 	for i, c := range r.conds {
 		held := c.holds(ev.Object, ev.OldObject)
 		if rec != nil {
-			check, found := c.explain(i, ev)
+			check, found := c.explain(i, rec)
 			record(rec, check, found, held)
 		}
 		if ok = held && ok; !ok && rec == nil {
@@ -170,7 +178,7 @@ func (r *Rule) holds(ev *event.Event, rec *[]Step) bool {
 
 // changedHolds reports whether an update changed a value at one of the rule's
 // changed paths; it holds for every other event, and when the rule has none.
-func (r *Rule) changedHolds(ev *event.Event, rec *[]Step) bool {
+func (r *Rule) changedHolds(ev *event.Event, rec *recorder) bool {
 	if len(r.changed) == 0 {
 		return true
 	}
@@ -180,11 +188,11 @@ func (r *Rule) changedHolds(ev *event.Event, rec *[]Step) bool {
 	}
 	var diffs []string
 	for _, p := range r.changed {
-		o, n := gjson.GetBytes(ev.OldObject, p), gjson.GetBytes(ev.Object, p)
-		if o.Raw != n.Raw {
+		if gjson.GetBytes(ev.OldObject, p).Raw != gjson.GetBytes(ev.Object, p).Raw {
 			if rec == nil {
 				return true
 			}
+			o, n := gjson.GetBytes(rec.old, p), gjson.GetBytes(rec.obj, p)
 			diffs = append(diffs, fmt.Sprintf("%s: %s -> %s", p, rawOr(o), rawOr(n)))
 		}
 	}
@@ -196,17 +204,17 @@ func (r *Rule) changedHolds(ev *event.Event, rec *[]Step) bool {
 	return len(diffs) > 0
 }
 
-func record(rec *[]Step, check, found string, held bool) {
+func record(rec *recorder, check, found string, held bool) {
 	if rec != nil {
-		*rec = append(*rec, Step{Check: check, Found: found, Held: held})
+		rec.steps = append(rec.steps, Step{Check: check, Found: found, Held: held})
 	}
 }
 
 // explain names condition i as the config writes it, and what it found.
-func (c *condition) explain(i int, ev *event.Event) (check, found string) {
-	doc, which := ev.Object, ""
+func (c *condition) explain(i int, rec *recorder) (check, found string) {
+	doc, which := rec.obj, ""
 	if c.old {
-		doc, which = ev.OldObject, " (old object)"
+		doc, which = rec.old, " (old object)"
 	}
 	found = "nothing (the path is missing)"
 	if doc == nil {

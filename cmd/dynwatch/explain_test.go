@@ -3,6 +3,7 @@ package main
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,7 +52,7 @@ func TestExplainAgreesWithFires(t *testing.T) {
 					ev := event.New(typ, resourceOf(obj, rule), obj, old, time.Now())
 					ev.Origin, ev.Epoch = o.origin, o.epoch
 					fires := rule.Fires(ev, added)
-					verdict, steps := rule.Explain(ev, added)
+					verdict, steps := rule.Explain(ev, added, file.Redactor)
 					all := !slices.ContainsFunc(steps, func(s rules.Step) bool { return !s.Held })
 					if fires != verdict || verdict != all || len(steps) == 0 {
 						t.Errorf("rule %s, new %d, old %d, origin %s/%d: Fires %v, Explain %v, steps all held %v: %+v",
@@ -66,5 +67,25 @@ func TestExplainAgreesWithFires(t *testing.T) {
 	}
 	if fired == 0 {
 		t.Error("no combination fired: the fixtures do not exercise a firing rule")
+	}
+}
+
+// `test --explain` shows what it found as every output does: a Secret's data
+// redacted, in the checks as in the payload.
+func TestExplainRedacts(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "test", "--config", "testdata/secret-rules.yaml", "--rule", "password-changed",
+		"--old", "testdata/secret-old.yaml", "--new", "testdata/secret-new.yaml", "--explain")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	for _, leak := range []string{"T0xEU0VOVElORUw=", "TkVXU0VOVElORUw="} {
+		if strings.Contains(stdout, leak) {
+			t.Errorf("output shows a Secret value %s:\n%s", leak, stdout)
+		}
+	}
+	for _, want := range []string{`when[0] data.password exists`, `found "<redacted>": holds`, `data: {"password":"<redacted>"} -> {"password":"<redacted>"}`, `"password": "<redacted>"`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
 	}
 }

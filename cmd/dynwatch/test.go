@@ -65,7 +65,7 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 	}
 	ev := event.New(typ, resourceOf(obj, rule), obj, old, time.Now())
 
-	fires, steps := rule.Explain(ev, nil)
+	fires, steps := rule.Explain(ev, nil, file.Redactor)
 	if *explain {
 		for _, s := range steps {
 			verdict := "holds"
@@ -80,11 +80,12 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 		return exitFailure
 	}
 	fmt.Fprintf(e.stdout, "rule %s fires on this %s; payload:\n", rule.Name, ev.Type)
-	b, err := json.MarshalIndent(rule.Payload(file.Prepare(ev)), "", "  ")
-	if err != nil {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetEscapeHTML(false) // "<redacted>" reads as written
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rule.Payload(file.Prepare(ev))); err != nil {
 		return exitFailure
 	}
-	fmt.Fprintf(e.stdout, "%s\n", b)
 	return exitOK
 }
 
