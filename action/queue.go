@@ -124,6 +124,14 @@ type Queue struct {
 	closed  bool               // Run has returned: nothing more is delivered
 	health  health
 	warned  time.Time // last per-event failure warning, to log at most once a minute
+	// successor takes this queue's backlog when the action's settings change
+	// (HandOff); after that, Enqueue forwards to it.
+	successor *Queue
+	retire    chan struct{} // closed by HandOff
+	// after, when set, is the predecessor's handedOff: Run delivers nothing
+	// before the backlog it takes over is in place, so that order holds.
+	after     <-chan struct{}
+	handedOff chan struct{} // closed when Run has returned
 
 	enqueued, delivered, retries, failed, dropped, abandoned, outages atomic.Uint64
 }
@@ -173,6 +181,8 @@ func NewQueue(name string, sender Sender, opts QueueOptions) *Queue {
 		done:        opts.Done,
 		durable:     opts.Durable,
 		pending:     map[string][]*item{},
+		retire:      make(chan struct{}),
+		handedOff:   make(chan struct{}),
 	}
 	q.cond = sync.NewCond(&q.mu)
 	return q
@@ -185,6 +195,10 @@ func (q *Queue) Name() string { return q.name }
 // counted and logged, and Enqueue returns false.
 func (q *Queue) Enqueue(d *event.Delivery) bool {
 	q.mu.Lock()
+	if q.closed && q.successor != nil {
+		q.mu.Unlock()
+		return q.successor.Enqueue(d) // a handler that still held the old pipeline
+	}
 	if q.closed {
 		q.mu.Unlock()
 		q.dropped.Add(1)
@@ -239,16 +253,49 @@ func (q *Queue) Stats() Stats {
 	}
 }
 
+// HandOff makes next the action's queue from now on: this queue's Run stops
+// taking new attempts, lets those in flight finish, moves its backlog, in
+// order, ahead of what next holds, and returns; later Enqueue calls go to next.
+// next must not run before that: HandOff makes next's Run wait for it. A
+// reload that changes an action's settings loses none of its backlog.
+func (q *Queue) HandOff(next *Queue) {
+	q.mu.Lock()
+	q.successor = next
+	q.mu.Unlock()
+	next.mu.Lock()
+	next.after = q.handedOff
+	next.mu.Unlock()
+	close(q.retire)
+}
+
 // Run delivers until ctx is done, then drains for up to grace, and returns after
-// every worker has exited. What is still queued then is logged by event id.
+// every worker has exited. What is still queued then is logged by event id. If
+// HandOff is called first, Run hands its backlog over and returns.
 func (q *Queue) Run(ctx context.Context, grace time.Duration) error {
+	defer close(q.handedOff)
+	q.mu.Lock()
+	after := q.after
+	q.mu.Unlock()
+	if after != nil {
+		<-after // the predecessor's backlog goes first
+	}
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 	var wg sync.WaitGroup
 	for range q.concurrency {
 		wg.Go(func() { q.work(workCtx) })
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-q.retire:
+		q.mu.Lock()
+		q.stop = true
+		q.mu.Unlock()
+		q.cond.Broadcast()
+		wg.Wait() // attempts in flight finish: their outcome decides what moves
+		q.moveBacklog()
+		return nil
+	}
 	if n := q.Len(); n > 0 {
 		q.log.Info("draining the action's queue before stopping", "events", n, "for up to", grace.String())
 	}
@@ -276,6 +323,31 @@ func (q *Queue) Run(ctx context.Context, grace time.Duration) error {
 	<-drained
 	q.abandon()
 	return nil
+}
+
+// moveBacklog hands every queued delivery to the successor, each object's in
+// order and ahead of any the successor already holds for it, and closes q.
+func (q *Queue) moveBacklog() {
+	q.mu.Lock()
+	pending := q.pending
+	q.pending, q.ready, q.total, q.closed = map[string][]*item{}, nil, 0, true
+	next := q.successor
+	q.mu.Unlock()
+	moved := 0
+	next.mu.Lock()
+	for key, list := range pending {
+		if _, busy := next.pending[key]; !busy {
+			next.ready = append(next.ready, key)
+		}
+		next.pending[key] = append(list, next.pending[key]...)
+		next.total += len(list)
+		moved += len(list)
+	}
+	next.mu.Unlock()
+	next.cond.Broadcast()
+	if moved > 0 {
+		q.log.Info("action changed: its backlog moves to the new settings, in order", "events", moved)
+	}
 }
 
 // abandon closes the queue and logs what is left in it: each event by id, and

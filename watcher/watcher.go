@@ -401,9 +401,13 @@ func (w *Watcher) Reload(file *plan.File) error {
 	}
 	running := w.queueCtx != nil
 	for name, qr := range queues {
-		if w.queues[name] != qr && running {
-			w.startQueue(qr, file)
+		if w.queues[name] == qr || !running {
+			continue
 		}
+		if old, ok := w.queues[name]; ok {
+			old.q.HandOff(qr.q) // the backlog moves to the new settings, in order
+		}
+		w.startQueue(qr, file)
 	}
 	retired := w.queues
 	w.queues = queues
@@ -418,9 +422,9 @@ func (w *Watcher) Reload(file *plan.File) error {
 	} else {
 		w.applyReloadLocked(file)
 	}
-	// Only now that events go to the new queues are the old ones retired.
+	// Only now that events go to the new queues are removed actions retired.
 	for name, qr := range retired {
-		if queues[name] != qr && running {
+		if _, kept := queues[name]; !kept && running {
 			qr.cancel() // drains for its grace period, then stops
 		}
 	}

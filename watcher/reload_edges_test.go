@@ -1,0 +1,144 @@
+package watcher
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/plan"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// receiver is a loopback webhook receiver that can be down (503) and records
+// what it accepted.
+type receiver struct {
+	srv  *httptest.Server
+	down atomic.Bool
+	mu   sync.Mutex
+	got  []event.Payload
+}
+
+func newReceiver(t *testing.T) *receiver {
+	rc := &receiver{}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rc.down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		var pl event.Payload
+		if err := json.NewDecoder(r.Body).Decode(&pl); err != nil {
+			t.Errorf("bad body: %v", err)
+		}
+		rc.mu.Lock()
+		rc.got = append(rc.got, pl)
+		rc.mu.Unlock()
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) payloads() []event.Payload {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]event.Payload(nil), rc.got...)
+}
+
+func (rc *receiver) config(ns, timeout string) string {
+	return fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+shutdownGrace: 500ms
+actions: [{name: hook, webhook: {url: %q, timeout: %s, retry: {max: 100, initialBackoff: 50ms, maxBackoff: 200ms}}}]
+rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [hook]}]
+`, rc.srv.URL, timeout, ns)
+}
+
+func reload(t *testing.T, r *running, config string) {
+	t.Helper()
+	file, err := plan.Parse(t.Name()+".yaml", []byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.w.Reload(file); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A reload that changes only a webhook's timeout while its receiver is down
+// keeps the backlog: once the receiver is back every event arrives, in order
+// per object, and nothing is reported as not delivered.
+func TestReloadKeepsTheBacklogOfAChangedAction(t *testing.T) {
+	ns := namespace(t)
+	rc := newReceiver(t)
+	rc.down.Store(true)
+	r := start(t, rc.config(ns, "5s"))
+	for i := range 5 {
+		create(t, cmGVR, ns, configMap(ns, fmt.Sprint("before-", i), nil))
+	}
+	waitUntil(t, "the action to fail", eventWait, func() bool { return strings.Contains(r.logs.String(), "action failing") })
+	reload(t, r, rc.config(ns, "6s"))
+	for i := range 5 {
+		create(t, cmGVR, ns, configMap(ns, fmt.Sprint("after-", i), nil))
+	}
+	mutate(t, cmGVR, ns, "before-0", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"x": "1"}) })
+	time.Sleep(time.Second) // past the shutdown grace: the old settings' queue must not be what keeps them
+	rc.down.Store(false)
+	waitUntil(t, "every event", eventWait, func() bool { return len(rc.payloads()) >= 11 })
+	time.Sleep(300 * time.Millisecond)
+	got := rc.payloads()
+	seen := map[string][]event.Type{}
+	for _, p := range got {
+		seen[p.Name] = append(seen[p.Name], p.Type)
+	}
+	if len(got) != 11 || len(seen) != 10 || fmt.Sprint(seen["before-0"]) != "[add update]" {
+		t.Errorf("received %d events: %v", len(got), seen)
+	}
+	if logs := r.logs.String(); strings.Contains(logs, "not delivered") || strings.Contains(logs, "action stopped") {
+		t.Errorf("events were given up:\n%s", logs)
+	}
+}
+
+// Reloads while objects are being created lose no event: a handler that still
+// holds the old pipeline reaches the queue that took over.
+func TestEventsDuringReloadsAreDelivered(t *testing.T) {
+	const objects = 150
+	ns := namespace(t)
+	rc := newReceiver(t)
+	r := start(t, rc.config(ns, "5s"))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range objects {
+			create(t, cmGVR, ns, configMap(ns, fmt.Sprint("cm-", i), nil))
+		}
+	}()
+	reloads := 0
+	for timeout := 5; ; timeout++ {
+		select {
+		case <-done:
+		default:
+			reload(t, r, rc.config(ns, fmt.Sprint(timeout%7+1, "s")))
+			reloads++
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		break
+	}
+	waitUntil(t, "every add", eventWait, func() bool { return len(rc.payloads()) >= objects })
+	ids := map[string]bool{}
+	for _, p := range rc.payloads() {
+		ids[p.ID] = true
+	}
+	if len(ids) != objects {
+		t.Errorf("%d distinct events for %d objects over %d reloads", len(ids), objects, reloads)
+	}
+	if logs := r.logs.String(); strings.Contains(logs, "action stopped") || strings.Contains(logs, "not delivered") {
+		t.Errorf("events dropped during reloads:\n%s", logs)
+	}
+	t.Logf("%d objects created during %d reloads, all delivered", objects, reloads)
+}
