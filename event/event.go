@@ -118,9 +118,11 @@ type Event struct {
 	// the watched set apart (0: those started with dynwatch), so that a reload
 	// can let only the rules it added fire on them.
 	Epoch uint64
-	// OldPaths, on replayed updates, are the only paths OldObject holds: the
-	// values recorded before the restart, not the whole old object.
-	OldPaths []string
+	// OldValues, on replayed updates, are the values recorded before the
+	// restart at every path the rules read (raw JSON, or a Digest for a
+	// redacted path): all that is known of the old state. OldObject then holds
+	// those of them that a plain path can rebuild.
+	OldValues map[string]json.RawMessage
 	// Time is when dynwatch saw the event.
 	Time time.Time
 }

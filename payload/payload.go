@@ -2,7 +2,6 @@ package payload
 
 import (
 	"encoding/json"
-	"slices"
 
 	"github.com/tidwall/gjson"
 
@@ -33,14 +32,8 @@ func Prepare(red *Redactor, ev *event.Event) *Prepared {
 	}
 	switch {
 	case ev.Type != event.Update:
-	case ev.OldPaths != nil:
-		// Only the recorded paths are known of the old state.
-		for _, path := range ev.OldPaths {
-			if gjson.GetBytes(ev.OldObject, path).Raw != gjson.GetBytes(ev.Object, path).Raw {
-				p.Changed = append(p.Changed, path)
-			}
-		}
-		slices.Sort(p.Changed)
+	case ev.OldValues != nil:
+		p.Changed = ev.ChangedRecorded() // only the recorded paths are known of the old state
 	default:
 		p.Changed = ChangedPaths(ev.OldObject, ev.Object)
 	}

@@ -2,6 +2,7 @@ package payload
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -48,6 +49,23 @@ func (r *Redactor) entries(res event.Resource) []redactPaths {
 		}
 	}
 	return out
+}
+
+// Covers reports whether the value at path in an object of res holds a
+// redacted value: the path is a redacted path, lies under one, or holds one
+// (metadata holds the last-applied annotation).
+func (r *Redactor) Covers(res event.Resource, path string) bool {
+	if r == nil {
+		return false
+	}
+	for _, e := range r.entries(res) {
+		for _, rp := range e.rawPaths {
+			if path == rp || strings.HasPrefix(path, rp+".") || strings.HasPrefix(rp, path+".") || strings.HasPrefix(path, rp+"|") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Redact returns obj with every configured path blanked. Under a blanked object

@@ -188,7 +188,7 @@ func (r *Rule) changedHolds(ev *event.Event, rec *recorder) bool {
 	}
 	var diffs []string
 	for _, p := range r.changed {
-		if gjson.GetBytes(ev.OldObject, p).Raw != gjson.GetBytes(ev.Object, p).Raw {
+		if ev.Differs(p) {
 			if rec == nil {
 				return true
 			}

@@ -5,14 +5,22 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/fieldpath"
 )
 
 // Values reads the value at each path from obj; missing paths are left out.
-func Values(obj []byte, paths []string) map[string]json.RawMessage {
+// The values of paths for which secret says so are kept as an event.Digest, never
+// in clear (secret may be nil).
+func Values(obj []byte, paths []string, secret func(path string) bool) map[string]json.RawMessage {
 	vals := make(map[string]json.RawMessage, len(paths))
 	for _, p := range paths {
-		if v := gjson.GetBytes(obj, p); v.Exists() {
+		v := gjson.GetBytes(obj, p)
+		switch {
+		case !v.Exists():
+		case secret != nil && secret(p):
+			vals[p] = event.Digest(v.Raw)
+		default:
 			vals[p] = json.RawMessage(v.Raw)
 		}
 	}

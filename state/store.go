@@ -5,7 +5,7 @@
 // transaction as the events it produced.
 //
 // It knows nothing of rules or the watcher: it imports no dynwatch package but
-// fieldpath.
+// fieldpath and event.
 package state
 
 import (

@@ -14,7 +14,7 @@ import (
 func TestDocRoundTrip(t *testing.T) {
 	obj := []byte(`{"metadata":{"name":"a","labels":{"app.kubernetes.io/name":"web"}},"spec":{"replicas":3,"containers":[{"image":"x:1"}],"paused":false}}`)
 	paths := []string{"metadata.name", `metadata.labels.app\.kubernetes\.io/name`, "spec.replicas", "spec.containers.0.image", "spec.paused", "spec.missing", "spec.containers.#.image"}
-	doc := Doc(Values(obj, paths))
+	doc := Doc(Values(obj, paths, nil))
 	for _, p := range paths[:5] {
 		if got, want := gjson.GetBytes(doc, p).Raw, gjson.GetBytes(obj, p).Raw; got != want {
 			t.Errorf("%s: rebuilt %s, want %s (doc %s)", p, got, want, doc)

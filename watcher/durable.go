@@ -14,6 +14,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/payload"
 	"github.com/dynwatch/dynwatch/rules"
 	"github.com/dynwatch/dynwatch/state"
 )
@@ -127,7 +128,7 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 		}
 		out = p.route(watch.GVR, ev)
 		if ev.Origin == event.InitialList && l != nil && l.diff && l.baseline {
-			if replay := replayOf(ev, rec, paths); replay != nil {
+			if replay := replayOf(ev, rec); replay != nil {
 				out = append(out, p.route(watch.GVR, replay)...)
 			}
 		}
@@ -137,7 +138,7 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 		if ev.Type == event.Delete {
 			return tx.Delete(scope, ev.UID)
 		}
-		return tx.Put(scope, ev.UID, recordOf(ev, paths))
+		return tx.Put(scope, ev.UID, recordOf(ev, paths, p.file.Redactor))
 	}, func(err error) {
 		if err != nil {
 			d.log.Error("state: event not recorded; it fires after the next start", "id", ev.ID(), "err", err)
@@ -149,7 +150,7 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 
 // replayOf returns the event an object of the initial list fires under onStart
 // diff: add when it is new, update when it changed while dynwatch was down.
-func replayOf(ev *event.Event, rec *state.Record, paths []string) *event.Event {
+func replayOf(ev *event.Event, rec *state.Record) *event.Event {
 	r := *ev
 	r.Origin = event.Replay
 	switch {
@@ -163,18 +164,23 @@ func replayOf(ev *event.Event, rec *state.Record, paths []string) *event.Event {
 	}
 	r.Type = event.Update
 	r.OldObject = state.Doc(rec.Values)
-	r.OldPaths = paths
+	r.OldValues = rec.Values
+	if r.OldValues == nil {
+		r.OldValues = map[string]json.RawMessage{}
+	}
 	return &r
 }
 
-func recordOf(ev *event.Event, paths []string) *state.Record {
+// recordOf is what the state keeps of an object: who it is, its version and
+// content hash, and the values at paths, those that are redacted as digests.
+func recordOf(ev *event.Event, paths []string, red *payload.Redactor) *state.Record {
 	h, _ := state.Hash(ev.Object)
 	return &state.Record{
 		Namespace:       ev.Namespace,
 		Name:            ev.Name,
 		ResourceVersion: ev.ResourceVersion,
 		Hash:            h,
-		Values:          state.Values(ev.Object, paths),
+		Values:          state.Values(ev.Object, paths, func(p string) bool { return red.Covers(ev.Resource, p) }),
 	}
 }
 
