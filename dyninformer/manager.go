@@ -334,6 +334,16 @@ func (m *Manager) newEntry(w Watch) *entry {
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
+			if replaced(oldObj, newObj) {
+				// A relist after a watch gap (410 Gone) found another object
+				// under the name: the old one was deleted and a new one made.
+				for _, ev := range []*event.Event{m.event(e, event.Delete, oldObj, nil), m.event(e, event.Add, newObj, nil)} {
+					if ev != nil {
+						m.handler(e.watch.Key(), ev)
+					}
+				}
+				return
+			}
 			if ev := m.event(e, event.Update, newObj, oldObj); ev != nil {
 				m.handler(e.watch.Key(), ev)
 			}
@@ -348,6 +358,14 @@ func (m *Manager) newEntry(w Watch) *entry {
 		},
 	})
 	return e
+}
+
+// replaced reports whether an update is between two objects of one name but
+// different uids.
+func replaced(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(*unstructured.Unstructured)
+	n, ok2 := newObj.(*unstructured.Unstructured)
+	return ok1 && ok2 && o.GetUID() != n.GetUID()
 }
 
 // origin is where an add from e's informer comes from.

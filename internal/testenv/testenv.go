@@ -14,9 +14,11 @@ import (
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -60,6 +62,8 @@ type Options struct {
 	// Dir is the working directory (data, certificates, logs). Default: a new
 	// temporary directory, removed by Stop.
 	Dir string
+	// APIServerArgs are extra kube-apiserver flags (e.g. --watch-cache=false).
+	APIServerArgs []string
 }
 
 // Env is a running control plane.
@@ -70,6 +74,8 @@ type Env struct {
 	Kubeconfig string
 	// URL is the API server's address.
 	URL string
+	// EtcdURL is etcd's client address.
+	EtcdURL string
 	// Dir is the working directory; logs are etcd.log and kube-apiserver.log.
 	Dir string
 
@@ -139,19 +145,21 @@ func Start(opts Options) (env *Env, err error) {
 	}
 	certDir := filepath.Join(e.Dir, "certs")
 	e.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
-	if err := e.spawn(filepath.Join(opts.BinDir, "kube-apiserver"), "kube-apiserver.log",
-		"--etcd-servers="+etcdURL,
-		"--secure-port="+strconv.Itoa(ports[2]), "--bind-address=127.0.0.1",
-		"--cert-dir="+certDir,
+	e.EtcdURL = etcdURL
+	apiArgs := append([]string{
+		"--etcd-servers=" + etcdURL,
+		"--secure-port=" + strconv.Itoa(ports[2]), "--bind-address=127.0.0.1",
+		"--cert-dir=" + certDir,
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+filepath.Join(e.Dir, "sa.pub"),
-		"--service-account-signing-key-file="+filepath.Join(e.Dir, "sa.key"),
+		"--service-account-key-file=" + filepath.Join(e.Dir, "sa.pub"),
+		"--service-account-signing-key-file=" + filepath.Join(e.Dir, "sa.key"),
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--authorization-mode=RBAC",
-		"--token-auth-file="+filepath.Join(e.Dir, "tokens.csv"),
+		"--token-auth-file=" + filepath.Join(e.Dir, "tokens.csv"),
 		"--disable-admission-plugins=ServiceAccount",
 		"--allow-privileged=true",
-	); err != nil {
+	}, opts.APIServerArgs...)
+	if err := e.spawn(filepath.Join(opts.BinDir, "kube-apiserver"), "kube-apiserver.log", apiArgs...); err != nil {
 		return nil, err
 	}
 	if err := e.waitReady(60 * time.Second); err != nil {
@@ -163,6 +171,39 @@ func Start(opts Options) (env *Env, err error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// CompactEtcd compacts etcd's history up to its current revision, through
+// etcd's JSON gateway: a watch that resumes from an older resourceVersion then
+// gets 410 Gone (when the API server's watch cache is off) and its informer
+// relists.
+func (e *Env) CompactEtcd(ctx context.Context) error {
+	post := func(path, body string, out any) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.EtcdURL+path, strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(resp.Body)
+			return fmt.Errorf("etcd %s: %s: %s", path, resp.Status, b)
+		}
+		return json.NewDecoder(resp.Body).Decode(out)
+	}
+	var r struct {
+		Header struct {
+			Revision string `json:"revision"`
+		} `json:"header"`
+	}
+	if err := post("/v3/kv/range", `{"key":"AA=="}`, &r); err != nil {
+		return err
+	}
+	var ignored map[string]any
+	return post("/v3/kv/compaction", `{"revision":"`+r.Header.Revision+`","physical":true}`, &ignored)
 }
 
 // UserConfig returns a rest config that authenticates with token.

@@ -1,0 +1,194 @@
+package watcher
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testenv"
+	"github.com/dynwatch/dynwatch/plan"
+	"github.com/dynwatch/dynwatch/state"
+)
+
+// cutter is a transport that can cut the running watches and hold new ones
+// until it lets them go; it counts the lists (initial or relists).
+type cutter struct {
+	mu      sync.Mutex
+	held    chan struct{} // non-nil while watches are held
+	bodies  []io.Closer
+	relists int
+}
+
+func (c *cutter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		q := req.URL.Query()
+		watch := q.Get("watch") == "true" || q.Get("watch") == "1"
+		c.mu.Lock()
+		if !watch || q.Get("sendInitialEvents") == "true" {
+			c.relists++
+		}
+		held := c.held
+		c.mu.Unlock()
+		if watch && held != nil {
+			select {
+			case <-held:
+			case <-req.Context().Done():
+				return nil, req.Context().Err()
+			}
+		}
+		resp, err := rt.RoundTrip(req)
+		if err == nil && watch {
+			c.mu.Lock()
+			c.bodies = append(c.bodies, resp.Body)
+			c.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+// cut ends every running watch and holds the ones that follow.
+func (c *cutter) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = make(chan struct{})
+	for _, b := range c.bodies {
+		_ = b.Close()
+	}
+	c.bodies = nil
+}
+
+// release lets held watches go on.
+func (c *cutter) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	close(c.held)
+	c.held = nil
+}
+
+func (c *cutter) lists() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.relists
+}
+
+// An object deleted and re-created under its name while the watch was down,
+// found by the relist after 410 Gone, is a delete of the old uid and an add of
+// the new one, never an update between two uids; and the state's records stay
+// exact, so that the next start replays nothing.
+func TestRelistAfterGapSplitsReplacedObject(t *testing.T) {
+	// Without the watch cache, a watch that resumes from a compacted
+	// resourceVersion gets 410 Gone from etcd itself.
+	cp, err := testenv.Start(testenv.Options{APIServerArgs: []string{"--watch-cache=false"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	d := dynamic.NewForConfigOrDie(cp.Config)
+	ns := "relist"
+	if _, err := d.Resource(nsGVR).Create(t.Context(), unstructuredOf(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dbPath := filepath.Join(t.TempDir(), "state.db")
+	config := fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+state: {path: %s}
+actions: [{name: out, log: {}}]
+rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [out]}]
+`, dbPath, ns)
+	cmCreate := func(name string) string {
+		u, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), unstructuredOf(configMap(ns, name, nil)), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(u.GetUID())
+	}
+
+	cut := &cutter{}
+	r, stop := runWithState(t, cp, config, dbPath, cut.wrap)
+	waitUntil(t, "the baseline", 30*time.Second, func() bool { return len(r.w.durable.listingKeys()) == 0 && r.w.Synced() })
+	uid1 := cmCreate("x")
+	r.out.waitMatch(t, "the add of x", eventWait, func(p event.Payload) bool { return p.UID == uid1 })
+
+	cut.cut()
+	time.Sleep(300 * time.Millisecond)
+	if err := d.Resource(cmGVR).Namespace(ns).Delete(t.Context(), "x", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	uid2 := cmCreate("x")
+	if err := cp.CompactEtcd(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	lists := cut.lists()
+	cut.release()
+	r.out.waitMatch(t, "the add of the new x", eventWait, func(p event.Payload) bool { return p.UID == uid2 })
+	if cut.lists() == lists {
+		t.Fatal("no relist happened: the test did not exercise the 410 path")
+	}
+	var seq []string
+	for _, p := range r.out.snapshot() {
+		seq = append(seq, fmt.Sprintf("%s %s", p.Type, p.UID))
+	}
+	want := []string{"add " + uid1, "delete " + uid1, "add " + uid2}
+	if fmt.Sprint(seq) != fmt.Sprint(want) {
+		t.Errorf("events %v, want %v", seq, want)
+	}
+	stop()
+
+	// The next start finds the records exact: nothing to replay.
+	r2, stop2 := runWithState(t, cp, config, dbPath, nil)
+	waitUntil(t, "the comparison with the records", 30*time.Second, func() bool { return r2.w.Synced() && len(r2.w.durable.listingKeys()) == 0 })
+	time.Sleep(500 * time.Millisecond)
+	stop2()
+	if got := r2.out.snapshot(); len(got) != 0 {
+		t.Errorf("the restart replayed %+v", got)
+	}
+}
+
+// runWithState runs a watcher with restart state on dbPath against cp; wrap,
+// when set, wraps the informers' transport. stop stops it and closes the state.
+func runWithState(t *testing.T, cp *testenv.Env, config, dbPath string, wrap func(http.RoundTripper) http.RoundTripper) (*running, func()) {
+	t.Helper()
+	file, err := plan.Parse(t.Name()+".yaml", []byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(cp.Config)
+	if wrap != nil {
+		cfg.Wrap(wrap)
+	}
+	store, err := state.Open(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := newLines()
+	logs := &testenv.Buffer{}
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	w, err := New(file, dynamic.NewForConfigOrDie(cfg), discovery.NewDiscoveryClientForConfigOrDie(cp.Config), Options{Logger: log, Stdout: out, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			_ = store.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return &running{w: w, out: out, logs: logs, cancel: cancel, done: done}, stop
+}
