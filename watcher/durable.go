@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/dynwatch/dynwatch/dyninformer"
@@ -48,8 +49,12 @@ func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipel
 }
 
 type listing struct {
-	res      event.Resource
-	seen     map[string]bool
+	res  event.Resource
+	seen map[string]bool
+	// byName maps namespace/name to the recorded uid, when the list is
+	// compared with records: an object re-created under its name while
+	// dynwatch was down replays the old uid's delete before the new one's add.
+	byName   map[string]string
 	baseline bool
 	diff     bool // the list is of objects known before (start, reload): compare
 	// finishing is set once the list is complete and its comparison submitted.
@@ -84,9 +89,19 @@ func (d *durable) startListing(watches []dyninformer.Watch, lists dyninformer.Li
 	defer d.mu.Unlock()
 	for _, w := range watches {
 		scope := scopeOf(w.Resource, w.Namespace)
-		var has bool
-		_ = d.store.View(func(tx *state.Tx) error { has = tx.HasBaseline(scope); return nil })
-		d.listing[w.Key()] = &listing{res: w.Resource, seen: map[string]bool{}, diff: lists == dyninformer.ListsKnown, baseline: has}
+		l := &listing{res: w.Resource, seen: map[string]bool{}, diff: lists == dyninformer.ListsKnown}
+		_ = d.store.View(func(tx *state.Tx) error {
+			l.baseline = tx.HasBaseline(scope)
+			if !l.diff || !l.baseline {
+				return nil
+			}
+			l.byName = map[string]string{}
+			return tx.ForEach(scope, func(uid string, r *state.Record) error {
+				l.byName[r.Namespace+"/"+r.Name] = uid
+				return nil
+			})
+		})
+		d.listing[w.Key()] = l
 	}
 }
 
@@ -126,12 +141,20 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 		if err != nil {
 			return err
 		}
-		out = p.route(watch.GVR, ev)
+		out = nil
 		if ev.Origin == event.InitialList && l != nil && l.diff && l.baseline {
+			if rec == nil {
+				// Deleted and re-created while dynwatch was down: the old
+				// uid's delete goes first.
+				if out, err = d.replaceByName(tx, p, watch.GVR, scope, l, ev); err != nil {
+					return err
+				}
+			}
 			if replay := replayOf(ev, rec); replay != nil {
 				out = append(out, p.route(watch.GVR, replay)...)
 			}
 		}
+		out = append(out, p.route(watch.GVR, ev)...)
 		if err := persist(tx, out); err != nil {
 			return err
 		}
@@ -146,6 +169,23 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 		}
 		enqueue(d.pipe.Load(), out)
 	})
+}
+
+// replaceByName returns the replayed delete of the object that had ev's name
+// under another uid, and drops its record.
+func (d *durable) replaceByName(tx *state.Tx, p *pipeline, gvr schema.GroupVersionResource, scope string, l *listing, ev *event.Event) ([]routed, error) {
+	old := l.byName[ev.Namespace+"/"+ev.Name]
+	if old == "" || old == ev.UID {
+		return nil, nil
+	}
+	rec, err := tx.Get(scope, old)
+	if err != nil || rec == nil {
+		return nil, err
+	}
+	if err := tx.Delete(scope, old); err != nil {
+		return nil, err
+	}
+	return p.route(gvr, replayedDelete(l.res, old, rec)), nil
 }
 
 // replayOf returns the event an object of the initial list fires under onStart

@@ -136,3 +136,50 @@ rules:
 		t.Errorf("replays %+v, want one update of image with changed [spec.containers.#.image]", got)
 	}
 }
+
+// Deleted and re-created under its name while dynwatch was down: the replay
+// delivers the old uid's delete before the new uid's add, so a receiver keyed
+// by name ends with the object there.
+func TestReplayDeletesBeforeReAdd(t *testing.T) {
+	d, ns := setupTail(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+state: {path: %s}
+actions: [{name: out, log: {}}]
+rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], namespaces: [%s], actions: [out]}]
+`, filepath.Join(dir, "state.db"), ns))
+	ri := d.Resource(gadgetGVR).Namespace(ns)
+	// Several, so that the order cannot come out right by chance.
+	names := []string{"a", "b", "c", "d", "e"}
+	old := map[string]string{}
+	for _, n := range names {
+		u, err := ri.Create(t.Context(), gadget(ns, n, map[string]any{"n": int64(1)}), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old[n] = string(u.GetUID())
+	}
+	runUntil(t, cfg, "state: baseline recorded")
+	renewed := map[string]string{}
+	for _, n := range names {
+		if err := ri.Delete(t.Context(), n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		u, err := ri.Create(t.Context(), gadget(ns, n, map[string]any{"n": int64(2)}), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		renewed[n] = string(u.GetUID())
+	}
+	got := runUntil(t, cfg, "state: compared with the records")
+	byName := map[string][]string{}
+	for _, p := range got {
+		byName[p.Name] = append(byName[p.Name], string(p.Type)+" "+p.UID)
+	}
+	for _, n := range names {
+		want := []string{"delete " + old[n], "add " + renewed[n]}
+		if fmt.Sprint(byName[n]) != fmt.Sprint(want) {
+			t.Errorf("%s: replayed %v, want %v", n, byName[n], want)
+		}
+	}
+}
