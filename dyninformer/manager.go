@@ -122,6 +122,13 @@ func NewManager(client dynamic.Interface, handler Handler, opts Options) *Manage
 	}
 }
 
+// Started is a watch that Set started.
+type Started struct {
+	Watch
+	// Moved: it replaces a watch on another version of the same resource.
+	Moved bool
+}
+
 // Lists says what the objects in the initial lists of new informers are to the
 // caller.
 type Lists uint8
@@ -142,7 +149,7 @@ const (
 // lists says what the objects new informers list are to the caller. Before
 // Run, and for a watch that replaces one on another version of the same
 // resource, they are always known.
-func (m *Manager) Set(watches []Watch, lists Lists) (started []Watch, epoch uint64) {
+func (m *Manager) Set(watches []Watch, lists Lists) (started []Started, epoch uint64) {
 	want := make(map[Key]Watch, len(watches))
 	for _, w := range watches {
 		if !w.Resource.Namespaced {
@@ -175,7 +182,7 @@ func (m *Manager) Set(watches []Watch, lists Lists) (started []Watch, epoch uint
 		e.known = lists == ListsKnown || m.ctx == nil || e.moved
 		e.epoch = epoch
 		m.entries[k] = e
-		started = append(started, w)
+		started = append(started, Started{Watch: w, Moved: e.moved})
 		if m.ctx != nil {
 			m.start(e)
 		}

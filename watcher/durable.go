@@ -56,9 +56,21 @@ type listing struct {
 	// dynwatch was down replays the old uid's delete before the new one's add.
 	byName   map[string]string
 	baseline bool
-	diff     bool // the list is of objects known before (start, reload): compare
+	diff     bool // the list is of objects known before (start, reload, move): compare
+	// moved: the watch replaced one on another version while dynwatch ran; what
+	// changed in between is live, not a replay.
+	moved bool
 	// finishing is set once the list is complete and its comparison submitted.
 	finishing bool
+}
+
+// found is the origin of what a comparison finds: a replay after a restart,
+// live changes after a version move.
+func (l *listing) found() event.Origin {
+	if l.moved {
+		return event.Live
+	}
+	return event.Replay
 }
 
 // metaPaths are recorded for every object, so that a replayed delete can say
@@ -84,12 +96,12 @@ func recordPaths(rs []*rules.Rule) []string {
 
 // startListing notes new watches, whose initial lists are compared with the
 // records (known lists) or recorded as new.
-func (d *durable) startListing(watches []dyninformer.Watch, lists dyninformer.Lists) {
+func (d *durable) startListing(watches []dyninformer.Started, lists dyninformer.Lists) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, w := range watches {
 		scope := scopeOf(w.Resource, w.Namespace)
-		l := &listing{res: w.Resource, seen: map[string]bool{}, diff: lists == dyninformer.ListsKnown}
+		l := &listing{res: w.Resource, seen: map[string]bool{}, diff: lists == dyninformer.ListsKnown || w.Moved, moved: w.Moved}
 		_ = d.store.View(func(tx *state.Tx) error {
 			l.baseline = tx.HasBaseline(scope)
 			if !l.diff || !l.baseline {
@@ -142,7 +154,7 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 			return err
 		}
 		out = nil
-		if ev.Origin == event.InitialList && l != nil && l.diff && l.baseline {
+		if (ev.Origin == event.InitialList || ev.Origin == event.Relist) && l != nil && l.diff && l.baseline {
 			if rec == nil {
 				// Deleted and re-created while dynwatch was down: the old
 				// uid's delete goes first.
@@ -150,7 +162,7 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 					return err
 				}
 			}
-			if replay := replayOf(ev, rec); replay != nil {
+			if replay := replayOf(ev, rec, l.found()); replay != nil {
 				out = append(out, p.route(watch.GVR, replay)...)
 			}
 		}
@@ -185,14 +197,15 @@ func (d *durable) replaceByName(tx *state.Tx, p *pipeline, gvr schema.GroupVersi
 	if err := tx.Delete(scope, old); err != nil {
 		return nil, err
 	}
-	return p.route(gvr, replayedDelete(l.res, old, rec)), nil
+	return p.route(gvr, replayedDelete(l.res, old, rec, l.found())), nil
 }
 
 // replayOf returns the event an object of the initial list fires under onStart
-// diff: add when it is new, update when it changed while dynwatch was down.
-func replayOf(ev *event.Event, rec *state.Record) *event.Event {
+// diff: add when it is new, update when it changed while dynwatch was down
+// (or, after a version move, while the watch moved).
+func replayOf(ev *event.Event, rec *state.Record, origin event.Origin) *event.Event {
 	r := *ev
-	r.Origin = event.Replay
+	r.Origin = origin
 	switch {
 	case rec == nil:
 		return &r
@@ -254,7 +267,7 @@ func (d *durable) finishListing(k dyninformer.Key) {
 		}
 		for _, uid := range slices.Sorted(maps.Keys(gone)) {
 			if l.diff && l.baseline {
-				out = append(out, p.route(k.GVR, replayedDelete(l.res, uid, gone[uid]))...)
+				out = append(out, p.route(k.GVR, replayedDelete(l.res, uid, gone[uid], l.found()))...)
 			}
 			if err := tx.Delete(scope, uid); err != nil {
 				return err
@@ -277,9 +290,9 @@ func (d *durable) finishListing(k dyninformer.Key) {
 
 // replayedDelete is the delete of an object that went while dynwatch was down,
 // built from its record.
-func replayedDelete(res event.Resource, uid string, r *state.Record) *event.Event {
+func replayedDelete(res event.Resource, uid string, r *state.Record, origin event.Origin) *event.Event {
 	return &event.Event{
-		Type: event.Delete, Resource: res, Object: state.Doc(r.Values), Origin: event.Replay,
+		Type: event.Delete, Resource: res, Object: state.Doc(r.Values), Origin: origin,
 		Namespace: r.Namespace, Name: r.Name, UID: uid, ResourceVersion: r.ResourceVersion,
 		Time: time.Now(),
 	}

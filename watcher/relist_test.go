@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -191,4 +194,76 @@ func runWithState(t *testing.T, cp *testenv.Env, config, dbPath string, wrap fun
 	}
 	t.Cleanup(stop)
 	return &running{w: w, out: out, logs: logs, cancel: cancel, done: done}, stop
+}
+
+// holdPaths is a transport that holds the requests whose path contains one of
+// its markers until released.
+type holdPaths struct {
+	marker  string
+	release chan struct{}
+}
+
+func (h *holdPaths) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if strings.Contains(req.URL.Path, h.marker) {
+			select {
+			case <-h.release:
+			case <-req.Context().Done():
+				return nil, req.Context().Err()
+			}
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+// With state, what changes while a watch moves to another version (between the
+// old informer stopping and the new one listing) is found by comparing the new
+// list with the records, and fires as live events; what did not change fires
+// nothing.
+func TestVersionMoveDiffsAgainstRecords(t *testing.T) {
+	ns := namespace(t)
+	const name = "shifters.shift.example.com"
+	create(t, crdGVR, "", crd("shift.example.com", "shifters", "Shifter"))
+	t.Cleanup(func() { _ = dyn(t).Resource(crdGVR).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	v1 := schema.GroupVersionResource{Group: "shift.example.com", Version: "v1", Resource: "shifters"}
+	v2 := schema.GroupVersionResource{Group: "shift.example.com", Version: "v2", Resource: "shifters"}
+	for _, n := range []string{"same", "changed", "gone"} {
+		createCRObject(t, v1, ns, n, "Shifter")
+	}
+	dbPath := filepath.Join(t.TempDir(), "state.db")
+	hold := &holdPaths{marker: "/shift.example.com/v2/", release: make(chan struct{})}
+	r, _ := runWithState(t, env, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+state: {path: %s}
+actions: [{name: out, log: {}}]
+rules: [{name: shifters, resources: [{group: shift.example.com, resource: shifters}], namespaces: [%s], actions: [out]}]
+`, dbPath, ns), dbPath, hold.wrap)
+	waitUntil(t, "the baseline", 30*time.Second, func() bool {
+		return watching(r.w, v1) && r.w.Synced() && len(r.w.durable.listingKeys()) == 0
+	})
+	mutate(t, crdGVR, "", name, func(u *unstructured.Unstructured) {
+		versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+		old := versions[0].(map[string]any)
+		old["storage"] = false
+		v2def := map[string]any{"name": "v2", "served": true, "storage": true, "schema": old["schema"]}
+		_ = unstructured.SetNestedSlice(u.Object, []any{old, v2def}, "spec", "versions")
+	})
+	waitUntil(t, "the watch to move to v2", 15*time.Second, func() bool { return watching(r.w, v2) && !watching(r.w, v1) })
+	// The v2 informer's list is held: these changes fall in the gap.
+	mutate(t, v2, ns, "changed", func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, int64(2), "spec", "n") })
+	remove(t, v2, ns, "gone")
+	createCRObject(t, v2, ns, "new", "Shifter")
+	close(hold.release)
+	waitUntil(t, "the v2 list to be compared", 15*time.Second, func() bool { return r.w.Synced() && len(r.w.durable.listingKeys()) == 0 })
+	r.out.wait(t, 3, eventWait)
+	time.Sleep(500 * time.Millisecond)
+	got := map[string]string{}
+	for _, p := range r.out.snapshot() {
+		if p.Replay {
+			t.Errorf("a change during a move is live, not a replay: %+v", p)
+		}
+		got[p.Name] += string(p.Type)
+	}
+	if want := map[string]string{"changed": "update", "gone": "delete", "new": "add"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
 }

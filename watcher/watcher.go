@@ -480,7 +480,7 @@ type change struct {
 }
 
 // applyLocked makes the rule index and the watched set match c; w.mu is held.
-func (w *Watcher) applyLocked(c change) ([]dyninformer.Watch, uint64) {
+func (w *Watcher) applyLocked(c change) ([]dyninformer.Started, uint64) {
 	p := plan.Resolve(c.file, c.cat)
 	for _, r := range c.file.Rules {
 		empty := len(p.Rules[r.Name]) == 0
