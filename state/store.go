@@ -9,6 +9,7 @@
 package state
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -24,8 +26,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Format is the version of the file layout this build reads and writes.
-const Format = "1"
+// Format is the version of the file layout this build reads and writes. In
+// format 1 records were kept per resource and namespace scope; format 2 keeps
+// them per resource, and a file of format 1 is migrated when it is opened.
+const Format = "2"
 
 var (
 	bucketMeta     = []byte("meta")
@@ -85,6 +89,13 @@ func Open(path string) (*Store, error) {
 		case f == nil:
 			if tx.Bucket(bucketObjects) != nil {
 				return errors.New("it has no format marker")
+			}
+			if err := meta.Put(keyFormat, []byte(Format)); err != nil {
+				return err
+			}
+		case string(f) == "1":
+			if err := migrate1(tx); err != nil {
+				return fmt.Errorf("migrate from format 1: %w", err)
 			}
 			if err := meta.Put(keyFormat, []byte(Format)); err != nil {
 				return err
@@ -172,6 +183,35 @@ func (s *Store) View(f func(*Tx) error) error {
 	return s.db.View(func(tx *bolt.Tx) error { return f(&Tx{tx: tx}) })
 }
 
+// migrate1 merges format 1's record buckets, one per group/resource/namespace,
+// into one per group/resource.
+func migrate1(tx *bolt.Tx) error {
+	objects := tx.Bucket(bucketObjects)
+	if objects == nil {
+		return nil
+	}
+	var old [][]byte
+	_ = objects.ForEachBucket(func(k []byte) error {
+		if bytes.Count(k, []byte("/")) == 2 {
+			old = append(old, slices.Clone(k))
+		}
+		return nil
+	})
+	for _, k := range old {
+		to, err := objects.CreateBucketIfNotExists(k[:bytes.LastIndexByte(k, '/')])
+		if err != nil {
+			return err
+		}
+		if err := objects.Bucket(k).ForEach(func(uid, v []byte) error { return to.Put(uid, v) }); err != nil {
+			return err
+		}
+		if err := objects.DeleteBucket(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // objects returns the bucket of scope's records, nil when there is none.
 func (t *Tx) objects(scope string) *bolt.Bucket {
 	return t.tx.Bucket(bucketObjects).Bucket([]byte(scope))
@@ -239,6 +279,40 @@ func (t *Tx) ForEach(scope string, f func(uid string, r *Record) error) error {
 // HasBaseline reports whether scope has been recorded once in full.
 func (t *Tx) HasBaseline(scope string) bool {
 	return t.tx.Bucket(bucketBaseline).Get([]byte(scope)) != nil
+}
+
+// Baselines returns the scopes that have a baseline.
+func (t *Tx) Baselines() []string {
+	var out []string
+	_ = t.tx.Bucket(bucketBaseline).ForEach(func(k, _ []byte) error {
+		out = append(out, string(k))
+		return nil
+	})
+	return out
+}
+
+// DropBaseline forgets that scope was recorded in full.
+func (t *Tx) DropBaseline(scope string) error {
+	return t.tx.Bucket(bucketBaseline).Delete([]byte(scope))
+}
+
+// Scopes returns the scopes that hold records.
+func (t *Tx) Scopes() []string {
+	var out []string
+	_ = t.tx.Bucket(bucketObjects).ForEachBucket(func(k []byte) error {
+		out = append(out, string(k))
+		return nil
+	})
+	return out
+}
+
+// DropScope forgets every record of scope.
+func (t *Tx) DropScope(scope string) error {
+	err := t.tx.Bucket(bucketObjects).DeleteBucket([]byte(scope))
+	if errors.Is(err, bolt.ErrBucketNotFound) {
+		return nil
+	}
+	return err
 }
 
 // SetBaseline marks scope as recorded in full.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestDocRoundTrip(t *testing.T) {
@@ -152,4 +153,44 @@ func TestOpenMissingDirectory(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "check that its directory exists") {
 		t.Errorf("Open = %v", err)
 	}
+}
+
+// A file of format 1 (records per resource and namespace scope) is migrated
+// when opened: its records are kept, per resource.
+func TestMigrateFormat1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, _ := tx.CreateBucket(bucketMeta)
+		_ = meta.Put(keyFormat, []byte("1"))
+		objects, _ := tx.CreateBucket(bucketObjects)
+		for _, scope := range []string{"/configmaps/a", "/configmaps/b", "apps/deployments/"} {
+			b, _ := objects.CreateBucket([]byte(scope))
+			_ = b.Put([]byte("uid"+scope), []byte(`{"name":"x","rv":"1","hash":"h"}`))
+		}
+		return nil
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_ = s.View(func(tx *Tx) error {
+		if got := fmt.Sprint(tx.Scopes()); got != "[/configmaps apps/deployments]" {
+			t.Errorf("scopes after migration: %s", got)
+		}
+		n := 0
+		_ = tx.ForEach("/configmaps", func(string, *Record) error { n++; return nil })
+		if n != 2 {
+			t.Errorf("%d configmap records, want 2", n)
+		}
+		return nil
+	})
 }

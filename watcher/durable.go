@@ -3,6 +3,7 @@ package watcher
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"maps"
 	"slices"
@@ -77,11 +78,20 @@ func (l *listing) found() event.Origin {
 // which object went.
 var metaPaths = []string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels"}
 
-// scopeOf names a watch's records: group, resource and namespace scope, not the
-// version, so that a move to another version keeps them.
-func scopeOf(r event.Resource, ns string) string {
-	return r.Group + "/" + r.Resource + "/" + ns
+// recordsOf names the records of a resource: group and resource, not the
+// version (a move to another version keeps them) nor the namespace (records
+// follow the resource, whatever scopes the rules watch it in).
+func recordsOf(group, resource string) string {
+	return group + "/" + resource
 }
+
+// baselineOf names the baseline of a watch: its resource and namespace scope.
+func baselineOf(group, resource, ns string) string {
+	return group + "/" + resource + "/" + ns
+}
+
+// inScope reports whether a record is of an object the watch of ns lists.
+func inScope(r *state.Record, ns string) bool { return ns == "" || r.Namespace == ns }
 
 // recordPaths are the paths recorded for objects of a resource: every path its
 // rules read, and the metadata.
@@ -100,16 +110,19 @@ func (d *durable) startListing(watches []dyninformer.Started, lists dyninformer.
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, w := range watches {
-		scope := scopeOf(w.Resource, w.Namespace)
 		l := &listing{res: w.Resource, seen: map[string]bool{}, diff: lists == dyninformer.ListsKnown || w.Moved, moved: w.Moved}
 		_ = d.store.View(func(tx *state.Tx) error {
-			l.baseline = tx.HasBaseline(scope)
+			// Records of all namespaces cover one namespace too.
+			l.baseline = tx.HasBaseline(baselineOf(w.Resource.Group, w.Resource.Resource, w.Namespace)) ||
+				tx.HasBaseline(baselineOf(w.Resource.Group, w.Resource.Resource, ""))
 			if !l.diff || !l.baseline {
 				return nil
 			}
 			l.byName = map[string]string{}
-			return tx.ForEach(scope, func(uid string, r *state.Record) error {
-				l.byName[r.Namespace+"/"+r.Name] = uid
+			return tx.ForEach(recordsOf(w.Resource.Group, w.Resource.Resource), func(uid string, r *state.Record) error {
+				if inScope(r, w.Namespace) {
+					l.byName[r.Namespace+"/"+r.Name] = uid
+				}
 				return nil
 			})
 		})
@@ -124,6 +137,68 @@ func (d *durable) listingKeys() []dyninformer.Key {
 	return slices.Collect(maps.Keys(d.listing))
 }
 
+// prune drops what the state keeps of scopes no watch covers any more:
+// baselines of other scopes, records of other resources and, for a resource
+// watched in some namespaces only, records of the other namespaces. What is on
+// disk then stays exact however the rules' scopes come and go.
+func (d *durable) prune(watches []dyninformer.Key) {
+	baselines := map[string]bool{}
+	nss := map[string]map[string]bool{} // records scope -> namespaces; "" = all
+	for _, k := range watches {
+		baselines[baselineOf(k.GVR.Group, k.GVR.Resource, k.Namespace)] = true
+		r := recordsOf(k.GVR.Group, k.GVR.Resource)
+		if nss[r] == nil {
+			nss[r] = map[string]bool{}
+		}
+		nss[r][k.Namespace] = true
+	}
+	d.commits.Submit(func(tx *state.Tx) error {
+		for _, b := range tx.Baselines() {
+			if !baselines[b] {
+				if err := tx.DropBaseline(b); err != nil {
+					return err
+				}
+			}
+		}
+		for _, scope := range tx.Scopes() {
+			if err := pruneScope(tx, scope, nss[scope]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(err error) {
+		if err != nil && !errors.Is(err, state.ErrStopped) {
+			d.log.Error("state: cannot drop the records no rule watches", "err", err)
+		}
+	})
+}
+
+// pruneScope keeps the records of scope in the namespaces nss (all of them
+// when nss has ""; none when nss is empty).
+func pruneScope(tx *state.Tx, scope string, nss map[string]bool) error {
+	switch {
+	case len(nss) == 0:
+		return tx.DropScope(scope)
+	case nss[""]:
+		return nil
+	}
+	var drop []string
+	if err := tx.ForEach(scope, func(uid string, r *state.Record) error {
+		if !nss[r.Namespace] {
+			drop = append(drop, uid)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, uid := range drop {
+		if err := tx.Delete(scope, uid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // forget drops the listing of a watch that stopped before it synced.
 func (d *durable) forget(k dyninformer.Key) {
 	d.mu.Lock()
@@ -135,7 +210,7 @@ func (d *durable) forget(k dyninformer.Key) {
 // list what changed while dynwatch was down), records the object and persists
 // the deliveries in one transaction, and only then enqueues them.
 func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
-	scope := scopeOf(ev.Resource, watch.Namespace)
+	scope := recordsOf(ev.Resource.Group, ev.Resource.Resource)
 	paths, ok := p.paths[watch.GVR]
 	if !ok {
 		paths = metaPaths // a resource no rule selects any more: keep who it was
@@ -251,13 +326,13 @@ func (d *durable) finishListing(k dyninformer.Key) {
 	seen := maps.Clone(l.seen) // handlers may still be adding to l.seen
 	d.mu.Unlock()
 	p := d.pipe.Load()
-	scope := scopeOf(l.res, k.Namespace)
+	scope := recordsOf(l.res.Group, l.res.Resource)
 	var out []routed
 	d.commits.Submit(func(tx *state.Tx) error {
 		out = nil
 		gone := map[string]*state.Record{}
 		err := tx.ForEach(scope, func(uid string, r *state.Record) error {
-			if !seen[uid] {
+			if !seen[uid] && inScope(r, k.Namespace) {
 				gone[uid] = r
 			}
 			return nil
@@ -276,7 +351,7 @@ func (d *durable) finishListing(k dyninformer.Key) {
 		if err := persist(tx, out); err != nil {
 			return err
 		}
-		return tx.SetBaseline(scope)
+		return tx.SetBaseline(baselineOf(l.res.Group, l.res.Resource, k.Namespace))
 	}, func(err error) {
 		d.forget(k) // only now is the watch synced, records included
 		if err != nil {

@@ -510,6 +510,7 @@ func (w *Watcher) applyLocked(c change) ([]dyninformer.Started, uint64) {
 	started, epoch := w.mgr.Set(p.Watches, c.lists)
 	if w.durable != nil {
 		w.durable.startListing(started, c.lists)
+		w.durable.prune(w.mgr.Watches())
 	}
 	return started, epoch
 }

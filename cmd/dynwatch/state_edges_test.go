@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/state"
 )
 
 // runUntil starts dynwatch with cfg, waits for log, gives events a moment, and
@@ -182,4 +183,65 @@ rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], n
 			t.Errorf("%s: replayed %v, want %v", n, byName[n], want)
 		}
 	}
+}
+
+// Records follow the resource, not the rules' scopes: watched in namespace a,
+// then cluster-wide (a delete in a is delivered live), then in a again, the
+// delete is not replayed; records of namespaces no rule watches are dropped.
+func TestScopeChangesReplayNoStaleDelete(t *testing.T) {
+	d, a := setupTail(t)
+	_, b := setupTail(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "state.db")
+	config := func(namespaces string) string {
+		return writeConfig(t, dir, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+state: {path: %s}
+actions: [{name: out, log: {}}]
+rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], %s actions: [out]}]
+`, db, namespaces))
+	}
+	for _, ns := range []string{a, b} {
+		if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, "x", map[string]any{"n": int64(1)}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runUntil(t, config("namespaces: ["+a+"],"), "state: baseline recorded")
+
+	cfg := config("")
+	p := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+	p.waitLog("all informers synced", 30*time.Second)
+	if err := d.Resource(gadgetGVR).Namespace(a).Delete(t.Context(), "x", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !slices.ContainsFunc(p.payloads(), func(pl event.Payload) bool { return pl.Type == event.Delete && pl.Namespace == a }) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the live delete in %s did not come: %+v", a, p.payloads())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := p.stop(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+
+	got := runUntil(t, config("namespaces: ["+a+"],"), "state: compared with the records")
+	if len(got) != 0 {
+		t.Errorf("back in namespace %s, the restart replayed %+v", a, got)
+	}
+	store, err := state.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	_ = store.View(func(tx *state.Tx) error {
+		for _, scope := range tx.Scopes() {
+			_ = tx.ForEach(scope, func(uid string, r *state.Record) error {
+				if r.Namespace == b {
+					t.Errorf("a record of namespace %s, which no rule watches, was kept: %s %s", b, scope, r.Name)
+				}
+				return nil
+			})
+		}
+		return nil
+	})
 }
