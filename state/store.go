@@ -384,6 +384,44 @@ func (s *Store) Pending() (map[string][]Pending, error) {
 	return out, err
 }
 
+// PendingAfter returns up to limit of action's undelivered deliveries whose
+// sequence number is above after, in order.
+func (s *Store) PendingAfter(action string, after uint64, limit int) ([]Pending, error) {
+	var out []Pending
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketQueues).Bucket([]byte(action))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+			var p Pending
+			if err := json.Unmarshal(v, &p); err != nil {
+				return fmt.Errorf("pending delivery %d of %s: %w", binary.BigEndian.Uint64(k), action, err)
+			}
+			p.Seq = binary.BigEndian.Uint64(k)
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// PendingActions returns the actions that have undelivered deliveries, and how many.
+func (s *Store) PendingActions() (map[string]int, error) {
+	out := map[string]int{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		q := tx.Bucket(bucketQueues)
+		return q.ForEachBucket(func(name []byte) error {
+			if n := q.Bucket(name).Stats().KeyN; n > 0 {
+				out[string(name)] = n
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
 // Hash hashes an object's JSON without metadata.resourceVersion, so that an
 // object that only got a new version (an etcd restore, a no-op write) does not
 // count as changed. Objects reach it as dynwatch encodes them: managedFields

@@ -32,6 +32,8 @@ type durable struct {
 	// pipe is the watcher's current pipeline: deliveries go to the queues that
 	// are current once their commit is on disk, not those of when it began.
 	pipe *atomic.Pointer[pipeline]
+	// pager hands committed deliveries to memory a window at a time.
+	pager *pager
 
 	mu sync.Mutex
 	// listing holds the watches whose initial list is being compared with the
@@ -45,6 +47,7 @@ func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipel
 		commits: state.NewCommitter(store),
 		log:     log,
 		pipe:    pipe,
+		pager:   newPager(store, log, pipe),
 		listing: map[dyninformer.Key]*listing{},
 	}
 }
@@ -254,7 +257,7 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 			d.log.Error("state: event not recorded; it fires after the next start", "id", ev.ID(), "err", err)
 			return
 		}
-		enqueue(d.pipe.Load(), out)
+		d.pager.offer(out)
 	})
 }
 
@@ -359,7 +362,7 @@ func (d *durable) finishListing(k dyninformer.Key) {
 			return
 		}
 		d.logListed(k, l, len(seen), len(out))
-		enqueue(d.pipe.Load(), out)
+		d.pager.offer(out)
 	})
 }
 
@@ -409,32 +412,4 @@ func (d *durable) followListings(ctx context.Context, synced func(dyninformer.Ke
 			}
 		}
 	}, 100*time.Millisecond)
-}
-
-// loadPending enqueues what the durable queues held at start, in the order it
-// was accepted, before any new event: it is delivered first.
-func (d *durable) loadPending() error {
-	pending, err := d.store.Pending()
-	if err != nil {
-		return err
-	}
-	p := d.pipe.Load()
-	for action, list := range pending {
-		q := p.queues[action]
-		if q == nil {
-			d.log.Warn("state holds undelivered events of an action the config no longer has; they stay on disk", "action", action, "events", len(list))
-			continue
-		}
-		for _, pd := range list {
-			var pl event.Payload
-			if err := json.Unmarshal(pd.JSON, &pl); err != nil {
-				d.log.Error("state: unreadable pending delivery dropped", "action", action, "seq", pd.Seq, "err", err)
-				_ = d.store.Done(action, pd.Seq)
-				continue
-			}
-			q.Enqueue(&event.Delivery{Payload: &pl, JSON: pd.JSON, Key: pd.Key, Seq: pd.Seq})
-		}
-		d.log.Info("delivering events left from the last run first", "action", action, "events", len(list))
-	}
-	return nil
 }

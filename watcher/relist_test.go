@@ -267,3 +267,54 @@ rules: [{name: shifters, resources: [{group: shift.example.com, resource: shifte
 		t.Errorf("events %v, want %v", got, want)
 	}
 }
+
+// With state, memory holds a window of each action's queue (its queueSize)
+// while the receiver is down; the rest waits on disk, and everything arrives,
+// once and in order per object, when the receiver is back, also after a
+// restart with a backlog larger than the window.
+func TestStateKeepsMemoryBounded(t *testing.T) {
+	const objects, window = 120, 20
+	ns := namespace(t)
+	rc := newReceiver(t)
+	rc.down.Store(true)
+	dbPath := filepath.Join(t.TempDir(), "state.db")
+	config := fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+state: {path: %s}
+shutdownGrace: 100ms
+actions: [{name: hook, queueSize: %d, webhook: {url: %q, retry: {max: 1000, initialBackoff: 50ms, maxBackoff: 200ms}}}]
+rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [hook]}]
+`, dbPath, window, rc.srv.URL, ns)
+	r, stop := runWithState(t, env, config, dbPath, nil)
+	waitUntil(t, "the baseline", 30*time.Second, func() bool { return r.w.Synced() && len(r.w.durable.listingKeys()) == 0 })
+	peak := 0
+	for i := range objects / 2 {
+		create(t, cmGVR, ns, configMap(ns, fmt.Sprint("cm-", i), nil))
+		peak = max(peak, r.w.Queue("hook").Len())
+	}
+	waitUntil(t, "the events on disk", eventWait, func() bool {
+		n, _ := r.w.durable.store.PendingActions()
+		peak = max(peak, r.w.Queue("hook").Len())
+		return n["hook"] == objects/2
+	})
+	stop() // a restart with a backlog three times the window
+	r2, _ := runWithState(t, env, config, dbPath, nil)
+	for i := objects / 2; i < objects; i++ {
+		create(t, cmGVR, ns, configMap(ns, fmt.Sprint("cm-", i), nil))
+		peak = max(peak, r2.w.Queue("hook").Len())
+	}
+	time.Sleep(time.Second)
+	peak = max(peak, r2.w.Queue("hook").Len())
+	if peak > window {
+		t.Errorf("memory held %d deliveries, more than the window of %d", peak, window)
+	}
+	rc.down.Store(false)
+	waitUntil(t, "every event", eventWait, func() bool { return len(rc.payloads()) >= objects })
+	time.Sleep(300 * time.Millisecond)
+	ids := map[string]int{}
+	for _, p := range rc.payloads() {
+		ids[p.Name]++
+	}
+	if len(ids) != objects || len(rc.payloads()) != objects {
+		t.Errorf("%d payloads for %d objects (%d distinct): duplicates or losses", len(rc.payloads()), objects, len(ids))
+	}
+}

@@ -232,7 +232,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		w.startQueue(qr, file)
 	}
 	if w.durable != nil {
-		if err := w.durable.loadPending(); err != nil {
+		if err := w.durable.pager.spillAll(); err != nil {
 			w.mu.Unlock()
 			stopQueues()
 			w.queueWG.Wait()
@@ -246,6 +246,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	committed := make(chan struct{})
 	if w.durable != nil {
 		wg.Go(func() { w.durable.followListings(ctx, w.mgr.KeySynced) })
+		wg.Go(func() { w.durable.pager.run(ctx) })
 		go func() { w.durable.commits.Run(); close(committed) }()
 	} else {
 		close(committed)

@@ -1,0 +1,164 @@
+package watcher
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/state"
+)
+
+// pager keeps each action's in-memory queue to a window of its durable queue
+// (the action's queueSize): what is accepted beyond it stays on disk only, and
+// is read back, in order, as the window empties. A receiver down for an hour
+// grows the file, not the process; a restart reads a backlog a window at a time.
+type pager struct {
+	store *state.Store
+	log   *slog.Logger
+	pipe  *atomic.Pointer[pipeline]
+	kick  chan struct{}
+
+	mu      sync.Mutex
+	actions map[string]*paged
+}
+
+// paged is one action's place in its durable queue.
+type paged struct {
+	// spilled: deliveries after last are on disk and not in memory; new ones
+	// stay on disk too, so that order holds, until the pager catches up.
+	spilled bool
+	last    uint64 // the highest sequence number handed to memory
+}
+
+func newPager(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline]) *pager {
+	return &pager{store: store, log: log, pipe: pipe, kick: make(chan struct{}, 1), actions: map[string]*paged{}}
+}
+
+func (pg *pager) action(name string) *paged {
+	a := pg.actions[name]
+	if a == nil {
+		a = &paged{}
+		pg.actions[name] = a
+	}
+	return a
+}
+
+// window is how many of an action's deliveries memory holds at most.
+func window(p *pipeline, action string) int {
+	if spec := p.file.Action(action); spec != nil && spec.QueueSize > 0 {
+		return spec.QueueSize
+	}
+	return 10000
+}
+
+// offer hands committed deliveries to their queues, or leaves them on disk
+// when the action's window is full or older ones wait on disk.
+func (pg *pager) offer(rs []routed) {
+	p := pg.pipe.Load()
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	for _, r := range rs {
+		q := p.queues[r.action]
+		if q == nil {
+			continue
+		}
+		a := pg.action(r.action)
+		switch {
+		case r.d.Seq <= a.last:
+			continue // already paged in from disk
+		case a.spilled:
+			continue
+		case q.Len() >= window(p, r.action):
+			a.spilled = true
+			pg.signal()
+			continue
+		}
+		q.Enqueue(r.d)
+		a.last = r.d.Seq
+	}
+}
+
+// spillAll marks every action with deliveries on disk at start as spilled:
+// they are paged in before anything new.
+func (pg *pager) spillAll() error {
+	counts, err := pg.store.PendingActions()
+	if err != nil {
+		return err
+	}
+	p := pg.pipe.Load()
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	for action, n := range counts {
+		if p.queues[action] == nil {
+			pg.log.Warn("state holds undelivered events of an action the config no longer has; they stay on disk", "action", action, "events", n)
+			continue
+		}
+		pg.action(action).spilled = true
+		pg.log.Info("delivering events left from the last run first", "action", action, "events", n)
+	}
+	pg.signal()
+	return nil
+}
+
+func (pg *pager) signal() {
+	select {
+	case pg.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run pages deliveries in until ctx ends.
+func (pg *pager) run(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-pg.kick:
+		case <-t.C:
+		}
+		pg.pageIn()
+	}
+}
+
+// pageIn refills, from disk, every spilled action whose queue is below half
+// its window; an action whose disk holds nothing newer is no longer spilled.
+func (pg *pager) pageIn() {
+	p := pg.pipe.Load()
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	for name, a := range pg.actions {
+		q := p.queues[name]
+		if !a.spilled || q == nil {
+			continue
+		}
+		w := window(p, name)
+		room := w - q.Len()
+		if room < w/2 {
+			continue
+		}
+		list, err := pg.store.PendingAfter(name, a.last, room)
+		if err != nil {
+			pg.log.Error("state: cannot read undelivered events; retrying", "action", name, "err", err)
+			continue
+		}
+		for _, pd := range list {
+			a.last = pd.Seq
+			var pl event.Payload
+			if err := json.Unmarshal(pd.JSON, &pl); err != nil {
+				pg.log.Error("state: unreadable pending delivery dropped", "action", name, "seq", pd.Seq, "err", err)
+				_ = pg.store.Done(name, pd.Seq)
+				continue
+			}
+			q.Enqueue(&event.Delivery{Payload: &pl, JSON: pd.JSON, Key: pd.Key, Seq: pd.Seq})
+		}
+		if len(list) < room {
+			a.spilled = false // caught up: new deliveries go to memory again
+		}
+	}
+}
