@@ -13,7 +13,7 @@ import (
 )
 
 // pager keeps each action's in-memory queue to a window of its durable queue
-// (the action's queueSize): what is accepted beyond it stays on disk only, and
+// (the action's queueSize, at most maxWindow): what is accepted beyond it stays on disk only, and
 // is read back, in order, as the window empties. A receiver down for an hour
 // grows the file, not the process; a restart reads a backlog a window at a time.
 type pager struct {
@@ -47,12 +47,17 @@ func (pg *pager) action(name string) *paged {
 	return a
 }
 
-// window is how many of an action's deliveries memory holds at most.
+// maxWindow caps the window: enough to keep every worker of an action busy,
+// small enough that a backlog of large objects stays out of memory.
+const maxWindow = 1000
+
+// window is how many of an action's deliveries memory holds at most: its
+// queueSize, up to maxWindow.
 func window(p *pipeline, action string) int {
 	if spec := p.file.Action(action); spec != nil && spec.QueueSize > 0 {
-		return spec.QueueSize
+		return min(spec.QueueSize, maxWindow)
 	}
-	return 10000
+	return maxWindow
 }
 
 // offer hands committed deliveries to their queues, or leaves them on disk
