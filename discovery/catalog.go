@@ -14,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 
 	"github.com/dynwatch/dynwatch/event"
@@ -30,7 +31,11 @@ type Resource struct {
 	Verbs      []string `json:"verbs"`
 	ShortNames []string `json:"shortNames"`
 	Categories []string `json:"categories"`
-	// Preferred is set when Version is the group's preferred version.
+	// Preferred is set on the one version used for the resource when none is
+	// named, as kubectl chooses it: the group's preferred version when it
+	// serves the resource, else the highest-priority version that does (GA >
+	// beta > alpha, then by number). Real groups mix versions: a resource served
+	// only in v1alpha1 next to others in v1 is still selected.
 	Preferred bool `json:"preferred"`
 }
 
@@ -85,11 +90,34 @@ func Load(dc discovery.DiscoveryInterface) (*Catalog, error) {
 			if strings.Contains(ar.Name, "/") {
 				continue // subresources are never watched
 			}
-			c.Resources = append(c.Resources, fromAPIResource(gv, ar, preferred[gv.Group] == gv.Version))
+			c.Resources = append(c.Resources, fromAPIResource(gv, ar, false))
 		}
 	}
+	choose(c.Resources, preferred)
 	c.sort()
 	return c, nil
+}
+
+// choose marks, for each group/resource, the version used when none is named:
+// the group's preferred version when it serves the resource, else the
+// highest-priority version that does.
+func choose(rs []Resource, preferred map[string]string) {
+	type groupResource struct{ group, resource string }
+	best := map[groupResource]int{}
+	for i, r := range rs {
+		k := groupResource{r.Group, r.Resource}
+		j, seen := best[k]
+		switch {
+		case !seen:
+			best[k] = i
+		case rs[j].Version == preferred[r.Group]:
+		case r.Version == preferred[r.Group] || version.CompareKubeAwareVersionStrings(r.Version, rs[j].Version) > 0:
+			best[k] = i
+		}
+	}
+	for _, i := range best {
+		rs[i].Preferred = true
+	}
 }
 
 func fromAPIResource(gv schema.GroupVersion, ar metav1.APIResource, preferred bool) Resource {
@@ -131,7 +159,8 @@ func (c *Catalog) sort() {
 }
 
 // Selector selects resources. Empty fields match anything except Version, whose
-// empty value means the group's preferred version, and Group, whose empty value
+// empty value means each resource's chosen version (see Resource.Preferred) and
+// "*" every served version, and Group, whose empty value
 // means the core group when GroupSet is true. Fields may be glob patterns
 // (path.Match syntax: "*", "*.example.com").
 type Selector struct {

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,33 @@ func TestFind(t *testing.T) {
 				t.Errorf("Find(%q) = %s, want %s", tt.name, r.Ref().String(), tt.want)
 			}
 		})
+	}
+}
+
+// Each group/resource gets one version, as kubectl picks it: the group's
+// preferred version when it serves the resource, else the highest-priority one
+// that does (GA > beta > alpha, then by number).
+func TestChooseVersion(t *testing.T) {
+	rs := []Resource{
+		{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheuses"},
+		{Group: "monitoring.coreos.com", Version: "v1alpha1", Resource: "scrapeconfigs"},
+		{Group: "monitoring.coreos.com", Version: "v1alpha1", Resource: "alertmanagerconfigs"},
+		{Group: "monitoring.coreos.com", Version: "v1beta1", Resource: "alertmanagerconfigs"},
+		{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"},
+		{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"},
+		{Group: "x.example.com", Version: "v2alpha1", Resource: "things"},
+		{Group: "x.example.com", Version: "v1", Resource: "things"},
+		{Group: "x.example.com", Version: "v1beta2", Resource: "things"},
+	}
+	choose(rs, map[string]string{"monitoring.coreos.com": "v1", "autoscaling": "v2", "x.example.com": "v3"})
+	var chosen []string
+	for _, r := range rs {
+		if r.Preferred {
+			chosen = append(chosen, r.Resource+"."+r.Version)
+		}
+	}
+	want := "[prometheuses.v1 scrapeconfigs.v1alpha1 alertmanagerconfigs.v1beta1 horizontalpodautoscalers.v2 things.v1]"
+	if got := fmt.Sprint(chosen); got != want {
+		t.Errorf("chosen %s, want %s", got, want)
 	}
 }

@@ -107,3 +107,17 @@ func Split(p string) (keys []string, ok bool) {
 	}
 	return keys, true
 }
+
+// IsQuery reports whether a path yields a list of values: it has a # (all
+// elements, or a query over them) outside an escape.
+func IsQuery(p string) bool {
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '#':
+			return true
+		}
+	}
+	return false
+}

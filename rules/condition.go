@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +60,8 @@ type operand struct {
 	qty    *resource.Quantity
 	tm     time.Time
 	hasTm  bool
+	dur    time.Duration
+	hasDur bool
 	source string // as written, for messages
 }
 
@@ -100,8 +103,38 @@ func newOperand(n *yaml.Node) (operand, error) {
 		if t, err := time.Parse(time.RFC3339Nano, n.Value); err == nil {
 			o.tm, o.hasTm = t, true
 		}
+		if d, ok := parseDuration(n.Value); ok {
+			o.dur, o.hasDur = d, true
+		}
 	}
 	return o, nil
+}
+
+// promDurationRE is a duration as Prometheus and many CRDs write it: whole
+// numbers with units, largest first (1d12h, 1w, 30s).
+var promDurationRE = regexp.MustCompile(`^(?:[0-9]+y)?(?:[0-9]+w)?(?:[0-9]+d)?(?:[0-9]+h)?(?:[0-9]+m)?(?:[0-9]+s)?(?:[0-9]+ms)?$`)
+
+var promUnits = map[string]time.Duration{"y": 365 * 24 * time.Hour, "w": 7 * 24 * time.Hour, "d": 24 * time.Hour, "h": time.Hour, "m": time.Minute, "s": time.Second, "ms": time.Millisecond}
+
+var promPartRE = regexp.MustCompile(`([0-9]+)(ms|y|w|d|h|m|s)`)
+
+// parseDuration reads a Go duration (1h30m, 1.5s) or a Prometheus one (1d, 2w).
+func parseDuration(s string) (time.Duration, bool) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, true
+	}
+	if s == "" || !promDurationRE.MatchString(s) {
+		return 0, false
+	}
+	var d time.Duration
+	for _, m := range promPartRE.FindAllStringSubmatch(s, -1) {
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		d += time.Duration(n) * promUnits[m[2]]
+	}
+	return d, true
 }
 
 // equal is typed equality: a number never equals a string, whatever it spells.
@@ -119,7 +152,8 @@ func (o *operand) equal(r gjson.Result) bool {
 }
 
 // compare orders the value found against the operand: numbers numerically, and
-// Kubernetes quantities and RFC 3339 times when both sides read as such. ok is
+// RFC 3339 times, durations and Kubernetes quantities when both sides read as
+// such. ok is
 // false when the two cannot be ordered.
 func (o *operand) compare(r gjson.Result) (cmp int, ok bool) {
 	switch {
@@ -128,6 +162,11 @@ func (o *operand) compare(r gjson.Result) (cmp int, ok bool) {
 	case o.kind == gjson.String && o.hasTm && r.Type == gjson.String:
 		if t, err := time.Parse(time.RFC3339Nano, r.Str); err == nil {
 			return t.Compare(o.tm), true
+		}
+	case o.hasDur && r.Type == gjson.String:
+		// Before quantities: "5m" reads as both, and means minutes here.
+		if d, ok := parseDuration(r.Str); ok {
+			return cmpInt(int64(d), int64(o.dur)), true
 		}
 	}
 	if o.qty != nil && (r.Type == gjson.String || r.Type == gjson.Number) {
@@ -140,6 +179,16 @@ func (o *operand) compare(r gjson.Result) (cmp int, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 func cmpFloat(a, b float64) int {
@@ -183,6 +232,9 @@ func compileCondition(cs config.ConditionSpec) (*condition, error) {
 	}
 	if c.test, err = op.Compile(args); err != nil {
 		return nil, fieldErr("value", "%v", err)
+	}
+	if fieldpath.IsQuery(cs.Path) {
+		c.test = overList(op, c.test)
 	}
 	return c, nil
 }

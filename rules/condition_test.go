@@ -226,3 +226,44 @@ func TestMatchesAnchoringIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// Paths with # yield lists: nested lists are flattened, an empty result is
+// nothing found, and a condition holds on any value (ne and notIn: on every
+// value). Durations order as durations, Go's and Prometheus' forms alike.
+func TestQueryPathsAndDurations(t *testing.T) {
+	const rule = `{"spec":{"groups":[
+	  {"name":"a","rules":[{"alert":"Down","for":"5m","labels":{"severity":"critical"}},{"alert":"Slow","for":"1h","labels":{"severity":"warning"}}]},
+	  {"name":"b","rules":[{"alert":"Full","for":"2d","labels":{"severity":"critical"}}]}],
+	  "empty":[], "endpoints":[{"interval":"30s"},{"interval":"7s"}], "duration":"2160h", "ttl":"1d12h"}}`
+	tests := []struct {
+		name string
+		cond string
+		want bool
+	}{
+		{"contains in nested lists", `{path: spec.groups.#.rules.#.labels.severity, op: contains, value: critical}`, true},
+		{"contains a value that is not there", `{path: spec.groups.#.rules.#.labels.severity, op: contains, value: info}`, false},
+		{"exists on an empty query result is false", `{path: 'spec.groups.#.rules.#(labels.severity=="info")#.alert', op: exists}`, false},
+		{"notExists on an empty query result", `{path: 'spec.groups.#.rules.#(labels.severity=="info")#.alert', op: notExists}`, true},
+		{"exists on a non-empty query result", `{path: 'spec.groups.#.rules.#(labels.severity=="critical")#.alert', op: exists}`, true},
+		{"a real empty list exists", `{path: spec.empty, op: exists}`, true},
+		{"eq holds when any value equals", `{path: spec.endpoints.#.interval, op: eq, value: 7s}`, true},
+		{"ne holds when no value equals", `{path: spec.endpoints.#.interval, op: ne, value: 7s}`, false},
+		{"ne when none equals", `{path: spec.endpoints.#.interval, op: ne, value: 8s}`, true},
+		{"in on a list", `{path: spec.groups.#.name, op: in, value: [b, c]}`, true},
+		{"notIn on a list", `{path: spec.groups.#.name, op: notIn, value: [b, c]}`, false},
+		{"matches any value", `{path: spec.groups.#.rules.#.alert, op: matches, value: "F.*"}`, true},
+		{"duration lt", `{path: spec.endpoints.0.interval, op: lt, value: 1m}`, true},
+		{"duration gt across units", `{path: spec.endpoints.0.interval, op: gt, value: 10s}`, true},
+		{"duration in hours against days", `{path: spec.duration, op: gte, value: 90d}`, true},
+		{"prometheus compound duration", `{path: spec.ttl, op: gt, value: 1d}`, true},
+		{"prometheus weeks", `{path: spec.ttl, op: lt, value: 1w}`, true},
+		{"any rule waits at least a day", `{path: spec.groups.#.rules.#.for, op: gte, value: 1d}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := cond(t, tt.cond).holds([]byte(rule), nil); got != tt.want {
+				t.Errorf("%s = %v, want %v", tt.cond, got, tt.want)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -32,29 +33,42 @@ type Args struct {
 // on tail's --where ("" when it has none), what value it takes, and how it
 // compiles that value into a test of the value found at the path.
 type Operator struct {
-	Name    string
-	Symbol  string
-	Arity   Arity
+	Name   string
+	Symbol string
+	Arity  Arity
+	// OnList is how the operator reads the list of values a # path yields.
+	OnList  Quantifier
 	Compile compileFunc
 }
+
+// Quantifier is how an operator holds on the list of values a path with #
+// yields (nested lists flattened; an empty list counts as missing).
+type Quantifier uint8
+
+// The quantifiers.
+const (
+	AnyElement   Quantifier = iota // holds when it holds for any value (eq, gt, matches, in)
+	EveryElement                   // holds when it holds for every value (ne, notIn: none equals)
+	WholeList                      // reads the list as a whole (exists, contains)
+)
 
 // operators is the table every `when` entry and --where expression compiles
 // through; Operators, messages and tail's symbols derive from it. Symbols that
 // share a prefix are listed longest first (">=" before ">"), so that a scan in
 // table order reads the longer one.
 var operators = []Operator{
-	{Name: "exists", Arity: NoValue, Compile: exists},
-	{Name: "notExists", Arity: NoValue, Compile: negate(exists)},
+	{Name: "exists", Arity: NoValue, OnList: WholeList, Compile: exists},
+	{Name: "notExists", Arity: NoValue, OnList: WholeList, Compile: negate(exists)},
 	{Name: "eq", Symbol: "==", Arity: OneValue, Compile: equal},
-	{Name: "ne", Symbol: "!=", Arity: OneValue, Compile: present(negate(equal))},
+	{Name: "ne", Symbol: "!=", Arity: OneValue, OnList: EveryElement, Compile: present(negate(equal))},
 	{Name: "gt", Symbol: ">", Arity: OneValue, Compile: order("gt", func(c int) bool { return c > 0 })},
 	{Name: "gte", Symbol: ">=", Arity: OneValue, Compile: order("gte", func(c int) bool { return c >= 0 })},
 	{Name: "lt", Symbol: "<", Arity: OneValue, Compile: order("lt", func(c int) bool { return c < 0 })},
 	{Name: "lte", Symbol: "<=", Arity: OneValue, Compile: order("lte", func(c int) bool { return c <= 0 })},
 	{Name: "in", Arity: ListValue, Compile: member},
-	{Name: "notIn", Arity: ListValue, Compile: present(negate(member))},
+	{Name: "notIn", Arity: ListValue, OnList: EveryElement, Compile: present(negate(member))},
 	{Name: "matches", Symbol: "=~", Arity: OneValue, Compile: matches},
-	{Name: "contains", Arity: OneValue, Compile: contains},
+	{Name: "contains", Arity: OneValue, OnList: WholeList, Compile: contains},
 }
 
 // Operators returns the names of every `when` operator, in table order.
@@ -167,8 +181,8 @@ func present(c compileFunc) compileFunc {
 func order(name string, want func(int) bool) compileFunc {
 	return func(a Args) (func(gjson.Result) bool, error) {
 		o := a.One
-		if o.kind != gjson.Number && o.qty == nil && !o.hasTm {
-			return nil, fmt.Errorf("%s needs a number, a quantity (500m, 1Gi) or an RFC 3339 time, got %q", name, o.source)
+		if o.kind != gjson.Number && o.qty == nil && !o.hasTm && !o.hasDur {
+			return nil, fmt.Errorf("%s needs a number, a quantity (500m, 1Gi), a duration (90s, 1h30m, 1d) or an RFC 3339 time, got %q", name, o.source)
 		}
 		return func(r gjson.Result) bool {
 			cmp, ok := o.compare(r)
@@ -225,6 +239,8 @@ func unwrapRE(err error) error {
 	return err
 }
 
+// contains is substring for a string and membership for a list, nested lists
+// (what a path with two # yields) flattened first.
 func contains(a Args) (func(gjson.Result) bool, error) {
 	o := a.One
 	return func(r gjson.Result) bool {
@@ -232,13 +248,42 @@ func contains(a Args) (func(gjson.Result) bool, error) {
 		case r.Type == gjson.String:
 			return o.kind == gjson.String && strings.Contains(r.Str, o.str)
 		case r.IsArray():
-			found := false
-			r.ForEach(func(_, e gjson.Result) bool {
-				found = o.equal(e)
-				return !found
-			})
-			return found
+			return slices.ContainsFunc(flatten(r, nil), o.equal)
 		}
 		return false
 	}, nil
+}
+
+// flatten appends the values of a list, and of the lists in it, to out.
+func flatten(r gjson.Result, out []gjson.Result) []gjson.Result {
+	r.ForEach(func(_, e gjson.Result) bool {
+		if e.IsArray() {
+			out = flatten(e, out)
+		} else {
+			out = append(out, e)
+		}
+		return true
+	})
+	return out
+}
+
+// overList adapts an operator's test to the list of values a path with #
+// yields: an empty list (or lists of empty lists) is nothing found, and the
+// operator holds on the values as its OnList says.
+func overList(op *Operator, test func(gjson.Result) bool) func(gjson.Result) bool {
+	return func(r gjson.Result) bool {
+		if !r.IsArray() {
+			return test(r)
+		}
+		elems := flatten(r, nil)
+		switch {
+		case len(elems) == 0:
+			return test(gjson.Result{})
+		case op.OnList == WholeList:
+			return test(r)
+		case op.OnList == EveryElement:
+			return !slices.ContainsFunc(elems, func(e gjson.Result) bool { return !test(e) })
+		}
+		return slices.ContainsFunc(elems, test)
+	}
 }

@@ -42,21 +42,8 @@ metadata.labels.app\.kubernetes\.io/name. Examples: --where 'spec.replicas > 3'
 // ParseWhere reads one --where expression into a condition.
 func ParseWhere(expr string) (config.ConditionSpec, error) {
 	expr = strings.TrimSpace(expr)
-	whereOps := rules.Symbols()
-	best, at := -1, -1
-	for i, o := range whereOps {
-		if j := strings.Index(expr, " "+o.Symbol+" "); j >= 0 && (at < 0 || j < at) {
-			best, at = i, j
-		}
-	}
-	if best < 0 {
-		for i, o := range whereOps {
-			if j := strings.Index(expr, o.Symbol); j > 0 && (at < 0 || j < at) {
-				best, at = i, j
-			}
-		}
-	}
-	if best < 0 {
+	o, at := findOperator(expr)
+	if o == nil {
 		if strings.ContainsAny(expr, " \t") || expr == "" || expr == "!" {
 			return config.ConditionSpec{}, fmt.Errorf("cannot read %q: no operator", expr)
 		}
@@ -65,13 +52,48 @@ func ParseWhere(expr string) (config.ConditionSpec, error) {
 		}
 		return config.ConditionSpec{Path: expr, Op: "exists"}, nil
 	}
-	o := whereOps[best]
 	path := strings.TrimSpace(expr[:at])
 	raw := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(expr[at:]), o.Symbol))
 	if path == "" || raw == "" {
 		return config.ConditionSpec{}, fmt.Errorf("cannot read %q: want PATH %s VALUE", expr, o.Symbol)
 	}
 	return config.ConditionSpec{Path: path, Op: o.Name, Value: config.Value{Node: valueNode(raw, o.Name == "matches")}}, nil
+}
+
+// findOperator finds the first operator symbol that stands outside brackets,
+// parentheses and quotes, so that a gjson query in the path
+// (spec.endpoints.#(interval=="7s")) is read as part of the path.
+func findOperator(expr string) (*rules.Operator, int) {
+	symbols := rules.Symbols()
+	depth, quoted := 0, false
+	for i := 0; i < len(expr); i++ {
+		switch c := expr[i]; {
+		case c == '\\':
+			i++
+			continue
+		case quoted:
+			quoted = c != '"'
+			continue
+		case c == '"' && depth > 0:
+			quoted = true
+			continue
+		case c == '(' || c == '[' || c == '{':
+			depth++
+			continue
+		case c == ')' || c == ']' || c == '}':
+			depth--
+			continue
+		}
+		if depth > 0 || i == 0 {
+			continue
+		}
+		for j := range symbols {
+			if strings.HasPrefix(expr[i:], symbols[j].Symbol) {
+				return &symbols[j], i
+			}
+		}
+	}
+	return nil, -1
 }
 
 // valueNode reads VALUE as JSON when it parses, else as a string; a regexp is

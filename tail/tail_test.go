@@ -34,6 +34,10 @@ func TestParseWhere(t *testing.T) {
 		{`metadata.labels.app\.kubernetes\.io/name == web`, `metadata.labels.app\.kubernetes\.io/name`, "eq", "web", "!!str"},
 		{"spec.paused", "spec.paused", "exists", "", ""},
 		{"!spec.paused", "spec.paused", "notExists", "", ""},
+		// An operator inside a gjson query is part of the path.
+		{`spec.endpoints.#(interval=="7s")`, `spec.endpoints.#(interval=="7s")`, "exists", "", ""},
+		{`spec.endpoints.#(interval>="7s").port == 80`, `spec.endpoints.#(interval>="7s").port`, "eq", "80", "!!int"},
+		{`spec.endpoints.#(name=="a==b").port != 1`, `spec.endpoints.#(name=="a==b").port`, "ne", "1", "!!int"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
@@ -64,7 +68,7 @@ func TestParseWhere(t *testing.T) {
 
 // The filters compile into a rule whose typed conditions behave as in config files.
 func TestWhereSemantics(t *testing.T) {
-	obj := []byte(`{"spec":{"replicas":5,"size":"5","name":"web-api"}}`)
+	obj := []byte(`{"spec":{"replicas":5,"size":"5","name":"web-api","endpoints":[{"interval":"30s","port":80},{"interval":"7s","port":81}]}}`)
 	tests := []struct {
 		expr string
 		want bool
@@ -78,6 +82,14 @@ func TestWhereSemantics(t *testing.T) {
 		{"spec.name =~ web-.*", true},
 		{"spec.name =~ api", false},
 		{"!spec.paused", true},
+		{`spec.endpoints.#(interval=="7s")`, true},
+		{`spec.endpoints.#(interval=="8s")`, false},
+		{`spec.endpoints.#(interval=="7s").port == 81`, true},
+		{"spec.endpoints.#.interval == 7s", true},
+		{"spec.endpoints.#.interval =~ 3.*", true},
+		{"spec.endpoints.#.port > 80", true},
+		{"spec.endpoints.#.port != 81", false},
+		{"spec.endpoints.#.interval < 10s", true},
 	}
 	for _, tt := range tests {
 		c, err := ParseWhere(tt.expr)

@@ -149,7 +149,8 @@ rules:
     actions: [stdout]
 `)
 	r.out.waitMatch(t, "new-all", eventWait, func(p event.Payload) bool { return p.Rule == "new-all" && p.Name == "existing-other" })
-	time.Sleep(time.Second)
+	r.out.waitMatch(t, "new-all", eventWait, func(p event.Payload) bool { return p.Rule == "new-all" && p.Name == "existing" })
+	time.Sleep(time.Second) // and nothing more
 	count := map[string]int{}
 	for _, p := range r.out.snapshot() {
 		if p.Namespace == ns || p.Namespace == other {

@@ -157,8 +157,12 @@ func findResources(e *env, cat *discovery.Catalog, names string, opts *tail.Opti
 		}
 		opts.Resources = append(opts.Resources, r)
 	}
-	if len(bad) > 0 {
+	if len(opts.Resources) == 0 {
 		return errors.New(strings.Join(bad, "\n"))
+	}
+	for _, b := range bad {
+		// One bad name does not stop the others from being followed.
+		fmt.Fprintf(e.stderr, "dynwatch tail: %s; following the others\n", b)
 	}
 	if opts.Namespace != "" {
 		for _, r := range opts.Resources {
