@@ -122,3 +122,27 @@ func TestChooseVersion(t *testing.T) {
 		t.Errorf("chosen %s, want %s", got, want)
 	}
 }
+
+// A resource served only in a version that is not its group's preferred one is
+// found by every kubectl-style name.
+func TestFindNonPreferredOnly(t *testing.T) {
+	lw := []string{"list", "watch"}
+	rs := []Resource{
+		{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheuses", Kind: "Prometheus", Singular: "prometheus", Verbs: lw},
+		{Group: "monitoring.coreos.com", Version: "v1alpha1", Resource: "alertmanagerconfigs", Kind: "AlertmanagerConfig", Singular: "alertmanagerconfig", ShortNames: []string{"amcfg"}, Verbs: lw},
+		{Group: "monitoring.coreos.com", Version: "v1alpha1", Resource: "scrapeconfigs", Kind: "ScrapeConfig", Singular: "scrapeconfig", Verbs: lw},
+	}
+	choose(rs, map[string]string{"monitoring.coreos.com": "v1"})
+	c := &Catalog{Resources: rs}
+	for _, name := range []string{"amcfg", "alertmanagerconfigs", "ScrapeConfig", "scrapeconfigs.monitoring.coreos.com", "scrapeconfigs.v1alpha1.monitoring.coreos.com"} {
+		if _, err := c.Find(name); err != nil {
+			t.Errorf("Find(%q): %v", name, err)
+		}
+	}
+	if got := c.Resolve(Selector{Group: "*.coreos.com", GroupSet: true, Resource: "*"}); len(got) != 3 {
+		t.Errorf("the glob selects %d of 3 resources", len(got))
+	}
+	if got := c.Resolve(Selector{Kind: "ScrapeConfig"}); len(got) != 1 || got[0].Version != "v1alpha1" {
+		t.Errorf("kind ScrapeConfig resolves to %v", got)
+	}
+}

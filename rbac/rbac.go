@@ -81,6 +81,34 @@ func Grants(file *plan.File, cat *discovery.Catalog) ([]Grant, error) {
 
 func hasGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
 
+// GlobNotes says, for each selector with a pattern, what it resolved to in cat
+// today, and that a resource that appears later (a CRD installed after) and
+// matches it is not in the printed roles: they must be generated again.
+func GlobNotes(file *plan.File, cat *discovery.Catalog) []string {
+	var notes []string
+	for _, r := range file.Rules {
+		for _, sel := range r.Selectors {
+			if !hasGlob(sel.Group) && !hasGlob(sel.Resource) && !hasGlob(sel.Kind) && !hasGlob(sel.Version) {
+				continue
+			}
+			var names []string
+			for _, res := range cat.Resolve(sel) {
+				names = append(names, res.Ref().String())
+			}
+			got := "nothing served yet"
+			if len(names) > 0 {
+				got = strings.Join(names, ", ")
+			}
+			notes = append(notes, fmt.Sprintf("rule %s: %s resolves today to %s.", r.Name, sel, got))
+		}
+	}
+	if len(notes) > 0 {
+		notes = append(notes, "Resources that these patterns select later (a CRD installed afterwards) are NOT",
+			"in this role: run dynwatch rbac --cluster again after installing one.")
+	}
+	return notes
+}
+
 // ServiceAccount is who the bindings bind.
 type ServiceAccount struct {
 	Namespace, Name string
@@ -89,7 +117,8 @@ type ServiceAccount struct {
 // WriteYAML writes a ClusterRole for the cluster-wide grants, a Role per
 // namespace for the others, and their bindings to sa. The ClusterRole also lets
 // dynwatch follow CRDs, so that new ones are watched without a restart.
-func WriteYAML(w io.Writer, grants []Grant, sa ServiceAccount, source string) error {
+// notes are written as comments at the top (see GlobNotes).
+func WriteYAML(w io.Writer, grants []Grant, sa ServiceAccount, source string, notes []string) error {
 	byNS := map[string][]Grant{}
 	var nss []string
 	for _, g := range grants {
@@ -100,6 +129,9 @@ func WriteYAML(w io.Writer, grants []Grant, sa ServiceAccount, source string) er
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Least privilege for dynwatch with %s: list and watch only.\n", source)
+	for _, n := range notes {
+		fmt.Fprintf(&b, "# %s\n", n)
+	}
 	fmt.Fprint(&b, "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: dynwatch\nrules:\n")
 	writeRules(&b, byNS[""])
 	fmt.Fprint(&b, "  # Lets dynwatch see CRDs come and go, so it watches new ones without a restart;\n")

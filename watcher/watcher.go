@@ -252,6 +252,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		close(committed)
 	}
 	wg.Go(func() { w.reportSynced(ctx, time.Now()) })
+	wg.Go(func() { w.reportNoWatch(ctx, 5*time.Second) })
 	wg.Go(func() { _ = w.crds.Run(ctx) })
 	wg.Go(func() { w.refreshLoop(ctx) })
 	err := w.mgr.Run(ctx) // returns once every informer goroutine is gone
@@ -309,6 +310,36 @@ func (w *Watcher) reportSynced(ctx context.Context, start time.Time) {
 	if err == nil {
 		w.log.Info("all informers synced", "after", time.Since(start).Round(time.Millisecond).String(), "watches", len(w.mgr.Watches()))
 	}
+}
+
+// reportNoWatch says at WARN, checking every period, when no watch works at
+// all (none is asked for, or every one fails: a user without permissions), so
+// that a daemon that delivers nothing does not look healthy; and at INFO when
+// one works again.
+func (w *Watcher) reportNoWatch(ctx context.Context, period time.Duration) {
+	warned := false
+	wait.UntilWithContext(ctx, func(context.Context) {
+		keys := w.mgr.Watches()
+		failing := map[string]string{}
+		for k, err := range w.mgr.Unsynced() {
+			if err != nil {
+				failing[k.String()] = err.Error()
+			}
+		}
+		none := len(keys) == 0 || len(failing) == len(keys)
+		switch {
+		case none && !warned:
+			warned = true
+			if len(keys) == 0 {
+				w.log.Warn("no working watch: no rule selects a served resource, so nothing can fire")
+			} else {
+				w.log.Warn("no working watch: every watch fails, so nothing can fire (dynwatch check --cluster shows what is denied)", "failing", failing)
+			}
+		case !none && warned:
+			warned = false
+			w.log.Info("a watch works again", "watches", len(keys), "failing", len(failing))
+		}
+	}, period)
 }
 
 // startQueue runs qr until it is replaced or the watcher stops; w.mu is held.

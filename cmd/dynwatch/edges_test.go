@@ -11,7 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynwatch/dynwatch/internal/testenv"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
 
 // An API server that cannot be reached is said at WARN within seconds, and
@@ -77,5 +82,103 @@ rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], n
 	}
 	if strings.Contains(log, "secret-path") {
 		t.Errorf("the webhook URL's path is logged:\n%s", log)
+	}
+}
+
+// As a user who may watch nothing the config selects, run says so at WARN
+// instead of running quietly with no working watch.
+func TestNoWorkingWatchIsSaid(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig, cmOnlyToken); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, dir, `apiVersion: dynwatch/v1alpha1
+actions: [{name: out, log: {}}]
+rules: [{name: secrets, resources: [{group: "", resource: secrets}], actions: [out]}]
+`)
+	p := startProc(t, "run", "--config", cfg, "--kubeconfig", kubeconfig)
+	p.waitLog(`level=WARN msg="no working watch: every watch fails`, 20*time.Second)
+	_ = p.stop(syscall.SIGTERM)
+}
+
+// An API server warning (here: a deprecated CRD version) is said once at
+// WARN, not on every list and watch.
+func TestAPIServerWarningsOnce(t *testing.T) {
+	d := dynamic.NewForConfigOrDie(cp.Config)
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crd := map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "olds.warn.example.com"},
+		"spec": map[string]any{
+			"group": "warn.example.com", "scope": "Namespaced",
+			"names": map[string]any{"plural": "olds", "singular": "old", "kind": "Old"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true, "deprecated": true,
+				"deprecationWarning": "olds v1 is going away",
+				"schema":             map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+		},
+	}
+	if _, err := d.Resource(crdGVR).Create(t.Context(), &unstructured.Unstructured{Object: crd}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `apiVersion: dynwatch/v1alpha1
+actions: [{name: out, log: {}}]
+rules: [{name: olds, resources: [{group: warn.example.com, resource: olds}], namespaces: [default, kube-system, kube-public], actions: [out]}]
+`)
+	p := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig, "--log-level", "debug")
+	p.waitLog("olds v1 is going away", 30*time.Second)
+	p.waitLog("all informers synced", 30*time.Second)
+	time.Sleep(2 * time.Second)
+	_ = p.stop(syscall.SIGTERM)
+	log := p.stderr.String()
+	if n := strings.Count(log, `level=WARN msg="API server warning`); n != 1 {
+		t.Errorf("the warning was logged %d times at WARN, want once:\n%s", n, log)
+	}
+	if !strings.Contains(log, `level=DEBUG msg="API server warning" warning="olds v1 is going away"`) {
+		t.Errorf("repeats are not at debug level:\n%s", log)
+	}
+}
+
+// check --cluster on a glob over a group that mixes versions lists every
+// resource of it, each in its one version.
+func TestCheckClusterMixedVersions(t *testing.T) {
+	d := dynamic.NewForConfigOrDie(cp.Config)
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	for _, c := range []struct{ plural, kind, version string }{{"alertconfigs", "AlertConfig", "v1alpha1"}, {"scrapers", "Scraper", "v1alpha1"}, {"monitors", "Monitor", "v1"}} {
+		crd := map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": c.plural + ".monitoring.mix.example"},
+			"spec": map[string]any{
+				"group": "monitoring.mix.example", "scope": "Namespaced",
+				"names": map[string]any{"plural": c.plural, "singular": strings.ToLower(c.kind), "kind": c.kind},
+				"versions": []any{map[string]any{"name": c.version, "served": true, "storage": true,
+					"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+			},
+		}
+		if _, err := d.Resource(crdGVR).Create(t.Context(), &unstructured.Unstructured{Object: crd}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	cfg := writeConfig(t, t.TempDir(), `apiVersion: dynwatch/v1alpha1
+actions: [{name: out, log: {}}]
+rules:
+  - {name: everything-monitoring, resources: [{group: "*.mix.example", resource: "*"}], actions: [out]}
+  - {name: by-kind, resources: [{kind: Scraper}], actions: [out]}
+`)
+	var stdout string
+	testenv.WaitFor(t, "the CRDs to be served", 30*time.Second, func() bool {
+		_, stdout, _ = runCLI(t, "check", "--cluster", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+		return strings.Contains(stdout, "monitors") && strings.Contains(stdout, "alertconfigs") && strings.Contains(stdout, "scrapers.v1alpha1")
+	})
+	t.Logf("check --cluster:\n%s", stdout)
+	for _, want := range []string{
+		"alertconfigs.v1alpha1.monitoring.mix.example (all namespaces): list allowed, watch allowed",
+		"monitors.v1.monitoring.mix.example (all namespaces): list allowed, watch allowed",
+		"rule by-kind:\n  scrapers.v1alpha1.monitoring.mix.example",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("check --cluster lacks %q:\n%s", want, stdout)
+		}
 	}
 }

@@ -89,3 +89,29 @@ func TestExplainRedacts(t *testing.T) {
 		}
 	}
 }
+
+// Real CRDs' shapes, offline: nested lists from two #, an empty query result,
+// and durations in Go's and Prometheus' forms.
+func TestTestCommandOnCRDShapes(t *testing.T) {
+	tests := []struct {
+		rule, file string
+		code       int
+		contains   string
+	}{
+		{"critical-alerts", "testdata/prometheusrule.yaml", exitOK, `when[0] spec.groups.#.rules.#.labels.severity contains critical found [["critical","warning"],["critical"]]: holds`},
+		{"no-info-alerts", "testdata/prometheusrule.yaml", exitOK, `found [[],[]]: holds`},
+		{"fast-scrape", "testdata/servicemonitor.yaml", exitOK, `when[0] spec.endpoints.#.interval lt 10s found ["30s","7s"]: holds`},
+		{"short-certificates", "testdata/certificate.yaml", exitFailure, `when[0] spec.duration lt 30d found "2160h": does NOT hold`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "test", "--config", "testdata/crd-rules.yaml", "--rule", tt.rule, "--new", tt.file, "--explain")
+			if code != tt.code {
+				t.Errorf("exit %d, want %d: %s%s", code, tt.code, stdout, stderr)
+			}
+			if !strings.Contains(strings.Join(strings.Fields(stdout), " "), tt.contains) {
+				t.Errorf("output lacks %q:\n%s", tt.contains, stdout)
+			}
+		})
+	}
+}

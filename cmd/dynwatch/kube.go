@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
+	"sync"
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -24,6 +26,9 @@ func (k *kubeFlags) restConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("load kubeconfig: %w (set --kubeconfig or KUBECONFIG, or run in a cluster)", err)
 	}
 	cfg.UserAgent = "dynwatch/" + version
+	if k.log != nil {
+		cfg.WarningHandler = &onceWarnings{log: k.log, seen: map[string]bool{}}
+	}
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
 	}
@@ -75,4 +80,28 @@ func (c *conn) catalog(stderr io.Writer) (*dwdiscovery.Catalog, error) {
 		fmt.Fprintf(stderr, "dynwatch: warning: discovery failed for %s, its resources are left out: %v\n", gv, gerr)
 	}
 	return cat, nil
+}
+
+// onceWarnings logs each distinct API server warning (a deprecated API, say)
+// once at WARN, and again only at DEBUG: every list and watch of a deprecated
+// version repeats it.
+type onceWarnings struct {
+	log  *slog.Logger
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (w *onceWarnings) HandleWarningHeader(code int, _ string, text string) {
+	if code != 299 || text == "" {
+		return
+	}
+	w.mu.Lock()
+	first := !w.seen[text]
+	w.seen[text] = true
+	w.mu.Unlock()
+	if first {
+		w.log.Warn("API server warning (said once; repeats are at debug level)", "warning", text)
+		return
+	}
+	w.log.Debug("API server warning", "warning", text)
 }

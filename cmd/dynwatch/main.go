@@ -109,6 +109,8 @@ func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 type kubeFlags struct {
 	kubeconfig string
 	context    string
+	// log, when set, receives API server warnings, each once.
+	log *slog.Logger
 }
 
 // registerOffline accepts the kubeconfig flags on a command that works offline,

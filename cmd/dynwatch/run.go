@@ -48,6 +48,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	if file == nil {
 		return code
 	}
+	kf.log = log
 	c, err := kf.connect()
 	if err != nil {
 		log.Error("cannot reach the cluster", "err", err)
@@ -178,7 +179,11 @@ func cmdRBAC(_ context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, err)
 		return exitUsage
 	}
-	if err := rbac.WriteYAML(e.stdout, grants, rbac.ServiceAccount{Namespace: ns, Name: name}, filepath.Base(*config)); err != nil {
+	var notes []string
+	if cat != nil {
+		notes = rbac.GlobNotes(file, cat)
+	}
+	if err := rbac.WriteYAML(e.stdout, grants, rbac.ServiceAccount{Namespace: ns, Name: name}, filepath.Base(*config), notes); err != nil {
 		return exitFailure
 	}
 	return exitOK

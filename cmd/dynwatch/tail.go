@@ -83,6 +83,7 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 	if opts.Logger, err = lf.logger(e.stderr); err != nil {
 		return usageErr("%v", err)
 	}
+	kf.log = opts.Logger
 	c, err := kf.connect()
 	if err != nil {
 		fmt.Fprintln(e.stderr, "dynwatch tail:", err)
