@@ -128,6 +128,8 @@ type Queue struct {
 	// (HandOff); after that, Enqueue forwards to it.
 	successor *Queue
 	retire    chan struct{} // closed by HandOff
+	// cancelWork aborts attempts in flight (set while Run runs); Halt uses it.
+	cancelWork context.CancelFunc
 	// after, when set, is the predecessor's handedOff: Run delivers nothing
 	// before the backlog it takes over is in place, so that order holds.
 	after     <-chan struct{}
@@ -253,6 +255,20 @@ func (q *Queue) Stats() Stats {
 	}
 }
 
+// Halt stops delivering at once: attempts in flight are aborted and nothing
+// more is tried; Run, once its context ends, drains nothing. For a replica
+// that lost its lease, or whose events are safe on disk.
+func (q *Queue) Halt() {
+	q.mu.Lock()
+	q.stop = true
+	cancel := q.cancelWork
+	q.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	q.cond.Broadcast()
+}
+
 // HandOff makes next the action's queue from now on: this queue's Run stops
 // taking new attempts, lets those in flight finish, moves its backlog, in
 // order, ahead of what next holds, and returns; later Enqueue calls go to next.
@@ -281,6 +297,13 @@ func (q *Queue) Run(ctx context.Context, grace time.Duration) error {
 	}
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
+	q.mu.Lock()
+	q.cancelWork = cancelWork
+	halted := q.stop
+	q.mu.Unlock()
+	if halted {
+		cancelWork()
+	}
 	var wg sync.WaitGroup
 	for range q.concurrency {
 		wg.Go(func() { q.work(workCtx) })

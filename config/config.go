@@ -25,6 +25,10 @@ const (
 	DefaultRetryMax      = 10
 	DefaultInitialBO     = time.Second
 	DefaultMaxBO         = 5 * time.Minute
+	DefaultStallAfter    = 5 * time.Minute
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
 )
 
 // The onStart modes: what objects that exist at start fire.
@@ -51,6 +55,8 @@ type Config struct {
 	State *State `yaml:"state"`
 	// Server serves /metrics, /healthz and /readyz. Default: off.
 	Server *Server `yaml:"server"`
+	// LeaderElection makes replicas elect one that acts. Default: off.
+	LeaderElection *LeaderElection `yaml:"leaderElection"`
 	// Redact lists the paths blanked in every payload and log line, per kind.
 	// Default: Secret data, stringData and the last-applied-configuration annotation.
 	Redact []Redaction `yaml:"redact"`
@@ -80,6 +86,24 @@ type State struct {
 type Server struct {
 	// Address to listen on, e.g. ":8080". Default: "", off.
 	Address string `yaml:"address"`
+	// StallAfter: /readyz fails when a watch saw no event or bookmark this
+	// long. Default: 5m.
+	StallAfter *Duration `yaml:"stallAfter"`
+}
+
+// LeaderElection lets several replicas run with one acting, on a Lease.
+type LeaderElection struct {
+	// Namespace of the Lease. Required.
+	Namespace string `yaml:"namespace"`
+	// Name of the Lease. Default: dynwatch.
+	Name string `yaml:"name"`
+	// LeaseDuration is how long a Lease holds without renewal. Default: 15s.
+	LeaseDuration *Duration `yaml:"leaseDuration"`
+	// RenewDeadline is how long the leader tries to renew before it stops
+	// acting. Default: 10s.
+	RenewDeadline *Duration `yaml:"renewDeadline"`
+	// RetryPeriod is how often replicas try to acquire or renew. Default: 2s.
+	RetryPeriod *Duration `yaml:"retryPeriod"`
 }
 
 // Redaction blanks the values at Paths in objects of Kind.
@@ -238,6 +262,12 @@ func (c *Config) validate(v *validator) {
 	if c.State != nil && c.State.Path == "" {
 		v.errf("state.path", "required when state is given")
 	}
+	if c.Server != nil {
+		c.Server.StallAfter = orDuration(c.Server.StallAfter, DefaultStallAfter)
+	}
+	if c.LeaderElection != nil {
+		c.LeaderElection.validate(v, "leaderElection")
+	}
 	if c.ShutdownGrace == nil {
 		g := Duration(DefaultShutdownGrace)
 		c.ShutdownGrace = &g
@@ -285,6 +315,26 @@ func validateNamespaces(v *validator, path string, nss []string) {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			v.errf(fmt.Sprintf("%s[%d]", path, i), "invalid namespace %q: %s", ns, errs[0])
 		}
+	}
+}
+
+func (l *LeaderElection) validate(v *validator, p string) {
+	if l.Namespace == "" {
+		v.errf(p+".namespace", "required: the namespace of the Lease")
+	} else {
+		validateNamespaces(v, p+".namespace", []string{l.Namespace})
+	}
+	if l.Name == "" {
+		l.Name = "dynwatch"
+	}
+	l.LeaseDuration = orDuration(l.LeaseDuration, DefaultLeaseDuration)
+	l.RenewDeadline = orDuration(l.RenewDeadline, DefaultRenewDeadline)
+	l.RetryPeriod = orDuration(l.RetryPeriod, DefaultRetryPeriod)
+	switch {
+	case *l.RenewDeadline >= *l.LeaseDuration:
+		v.errf(p+".renewDeadline", "must be less than leaseDuration")
+	case *l.RetryPeriod >= *l.RenewDeadline:
+		v.errf(p+".retryPeriod", "must be less than renewDeadline")
 	}
 }
 

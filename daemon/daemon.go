@@ -1,7 +1,6 @@
-// Package daemon owns the life of `dynwatch run`: it opens (or resets) the
-// restart state, builds the watcher, follows the config file, and runs until it
-// is told to stop. The operations server and leader election plug in here, not
-// in the command line.
+// Package daemon owns the life of `dynwatch run`: the operations server
+// (/metrics, /healthz, /readyz), leader election, and, while this replica acts,
+// the restart state, the watcher and following the config file.
 //
 // It may import every package below it; nothing imports it but cmd/dynwatch.
 package daemon
@@ -12,11 +11,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	k8sdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/dynwatch/dynwatch/metrics"
 	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/state"
 	"github.com/dynwatch/dynwatch/watcher"
@@ -31,24 +34,47 @@ type Options struct {
 	ConfigCheckInterval time.Duration
 	// ResetState discards the state file of state.path before opening it.
 	ResetState bool
-	// Dynamic and Discovery are the cluster's clients.
+	// Dynamic and Discovery are the cluster's clients; Kube is needed for
+	// leader election (Leases).
 	Dynamic   dynamic.Interface
 	Discovery k8sdiscovery.DiscoveryInterface
+	Kube      kubernetes.Interface
 	// Logger receives dynwatch's own logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Stdout is where `log: {}` actions write. Default: os.Stdout.
 	Stdout io.Writer
 	// Hup delivers a reload request (SIGHUP); nil: none.
 	Hup <-chan struct{}
+	// Identity names this replica in leader election. Default: $POD_NAME, or
+	// the host name and process id.
+	Identity string
 }
 
 // ErrFailed is returned when the daemon could not start or stopped on an
 // error; what went wrong has been logged.
 var ErrFailed = errors.New("dynwatch failed")
 
+// errLeaseEnded: the lease ended before this replica could act.
+var errLeaseEnded = errors.New("the lease ended")
+
+// daemon is one run: what the server reports and what acts.
+type daemon struct {
+	o       Options
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	start   time.Time
+	// current is the watcher while this replica acts, nil otherwise.
+	current atomic.Pointer[watcher.Watcher]
+	acting  atomic.Bool
+
+	mu   sync.Mutex
+	file *plan.File // the last valid config, for the next term
+}
+
 // Run runs the daemon until ctx is done, then stops the watches, drains the
-// action queues for the shutdown grace period, and returns after everything it
-// started has stopped.
+// action queues for the shutdown grace period (or, with state and leader
+// election, leaves them on disk for the next leader), and returns after
+// everything it started has stopped.
 func Run(ctx context.Context, o Options) error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -59,64 +85,186 @@ func Run(ctx context.Context, o Options) error {
 	if o.ConfigCheckInterval <= 0 {
 		o.ConfigCheckInterval = 2 * time.Second
 	}
-	log, file := o.Logger, o.File
-	if file.Config.Server != nil && file.Config.Server.Address != "" {
-		log.Warn("server.address is set, but /metrics, /healthz and /readyz are not served yet by this build", "address", file.Config.Server.Address)
+	d := &daemon{o: o, log: o.Logger, file: o.File, start: time.Now()}
+	d.metrics = metrics.New(metrics.Sources{Queues: d.queueSamples, Watches: d.watchSamples})
+	stopServer, err := d.serve()
+	if err != nil {
+		d.log.Error("cannot serve metrics and health", "err", err)
+		return ErrFailed
 	}
-	store, err := openState(log, file, o.ResetState)
+	defer stopServer()
+	d.log.Info("dynwatch started", "config", o.File.Path, "rules", len(o.File.Rules), "actions", len(o.File.Config.Actions))
+	if o.File.Config.LeaderElection != nil {
+		err = d.elect(ctx)
+	} else {
+		err = d.act(ctx, nil)
+	}
+	if err != nil {
+		return err
+	}
+	d.log.Info("dynwatch stopped")
+	return nil
+}
+
+// act runs the watcher until ctx (shutdown) or lease (leadership; nil without
+// leader election) ends. Losing the lease stops delivery at once; a shutdown
+// drains the queues, unless events are on disk and another replica may take
+// over (then they are left for it).
+func (d *daemon) act(ctx context.Context, lease context.Context) error {
+	file := d.config()
+	store, err := d.openState(file, lease)
 	if err != nil {
 		return err
 	}
 	if store != nil {
 		defer store.Close()
 	}
-	w, err := watcher.New(file, o.Dynamic, o.Discovery, watcher.Options{Logger: log, Stdout: o.Stdout, Store: store})
+	w, err := watcher.New(file, d.o.Dynamic, d.o.Discovery, watcher.Options{Logger: d.log, Stdout: d.o.Stdout, Store: store, Metrics: d.metrics})
 	if err != nil {
-		log.Error("cannot build actions", "err", err)
+		d.log.Error("cannot build actions", "err", err)
 		return ErrFailed
 	}
-	log.Info("dynwatch started", "config", file.Path, "rules", len(file.Rules), "actions", len(file.Config.Actions))
+	d.current.Store(w)
+	d.acting.Store(true)
+	d.metrics.SetLeader(true)
+	defer func() {
+		d.metrics.SetLeader(false)
+		d.acting.Store(false)
+		d.current.Store(nil)
+	}()
+	wctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go d.watchEnd(ctx, lease, wctx, w, store != nil, stop)
 	followed := make(chan struct{})
 	go func() {
 		defer close(followed)
-		w.FollowConfig(ctx, file.Path, o.ConfigCheckInterval, o.Hup)
+		w.FollowConfig(wctx, file.Path, d.o.ConfigCheckInterval, d.o.Hup)
 	}()
-	err = w.Run(ctx)
+	err = w.Run(wctx)
+	stop()
 	<-followed
+	d.remember(w.File())
 	if err != nil {
-		log.Error("dynwatch stopped", "err", err)
+		d.log.Error("dynwatch stopped", "err", err)
 		return ErrFailed
 	}
-	log.Info("dynwatch stopped")
 	return nil
 }
 
-// openState opens the state file of state.path (after discarding it, if reset
-// is asked for); without state.path it returns nil.
-func openState(log *slog.Logger, file *plan.File, reset bool) (*state.Store, error) {
+// watchEnd ends the watcher's run when the shutdown or the lease ends: a lost
+// lease halts delivery at once (another replica is taking over), and so does
+// a shutdown under leader election with state (the queue is on disk and the
+// next leader delivers it); a plain shutdown drains.
+func (d *daemon) watchEnd(ctx, lease, wctx context.Context, w *watcher.Watcher, durable bool, stop context.CancelFunc) {
+	var leaseDone <-chan struct{}
+	if lease != nil {
+		leaseDone = lease.Done()
+	}
+	select {
+	case <-wctx.Done():
+		return
+	case <-ctx.Done():
+		if lease != nil && durable {
+			d.log.Info("stopping: undelivered events stay on disk for the next leader")
+			w.Halt()
+		}
+	case <-leaseDone:
+		if ctx.Err() == nil {
+			d.log.Warn("lost the lease: delivery stopped at once; another replica takes over")
+			w.Halt()
+		}
+	}
+	stop()
+}
+
+// config returns the config to act on: the file as it is now if it is valid,
+// else the last valid one.
+func (d *daemon) config() *plan.File {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if f, err := plan.Load(d.file.Path); err == nil {
+		d.file = f
+	} else if !errors.Is(err, os.ErrNotExist) {
+		d.log.Error("config file invalid; acting on the last valid one", "config", d.file.Path, "err", err)
+	}
+	return d.file
+}
+
+func (d *daemon) remember(f *plan.File) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.file = f
+}
+
+// openState opens the state file of state.path (after discarding it, the first
+// time, if reset is asked for); without state.path it returns nil. Under leader
+// election the last leader may still hold the file for a moment: it is tried
+// again until the lease ends.
+func (d *daemon) openState(file *plan.File, lease context.Context) (*state.Store, error) {
 	if !file.StateEnabled() {
-		if reset {
-			log.Warn("--reset-state given but the config has no state.path: nothing to reset")
+		if d.o.ResetState {
+			d.log.Warn("--reset-state given but the config has no state.path: nothing to reset")
 		}
 		return nil, nil
 	}
 	path := file.Config.State.Path
-	if reset {
-		recs, pending, err := state.Reset(path)
-		if err != nil {
-			log.Error("cannot reset the state", "path", path, "err", err)
+	if d.o.ResetState {
+		d.o.ResetState = false
+		if err := d.reset(path); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		store, err := state.Open(path)
+		switch {
+		case err == nil:
+			return store, nil
+		case lease == nil || !errors.Is(err, state.ErrInUse):
+			d.log.Error("cannot open the state", "err", err)
 			return nil, ErrFailed
 		}
-		if recs < 0 {
-			log.Warn("state reset: the old file was unreadable; starting over", "path", path)
-		} else {
-			log.Warn("state reset: starting over", "path", path, "objectRecords", recs, "undeliveredEvents", pending)
+		d.log.Info("the state file is still held by the last leader; waiting", "path", path)
+		select {
+		case <-lease.Done():
+			return nil, errLeaseEnded
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	store, err := state.Open(path)
-	if err != nil {
-		log.Error("cannot open the state", "err", err)
-		return nil, ErrFailed
+}
+
+func (d *daemon) reset(path string) error {
+	recs, pending, err := state.Reset(path)
+	switch {
+	case err != nil:
+		d.log.Error("cannot reset the state", "path", path, "err", err)
+		return ErrFailed
+	case recs < 0:
+		d.log.Warn("state reset: the old file was unreadable; starting over", "path", path)
+	default:
+		d.log.Warn("state reset: starting over", "path", path, "objectRecords", recs, "undeliveredEvents", pending)
 	}
-	return store, nil
+	return nil
+}
+
+func (d *daemon) queueSamples() []metrics.QueueSample {
+	if w := d.current.Load(); w != nil {
+		return w.QueueSamples()
+	}
+	return nil
+}
+
+func (d *daemon) watchSamples() []metrics.WatchSample {
+	w := d.current.Load()
+	if w == nil {
+		return nil
+	}
+	var out []metrics.WatchSample
+	for _, st := range w.Statuses() {
+		res := st.Key.GVR.Resource
+		if st.Key.GVR.Group != "" {
+			res += "." + st.Key.GVR.Group
+		}
+		out = append(out, metrics.WatchSample{Resource: res, Namespace: st.Key.Namespace, Synced: st.Synced, LastEvent: st.LastEvent})
+	}
+	return out
 }

@@ -13,15 +13,20 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/dynwatch/dynwatch/event"
@@ -97,6 +102,8 @@ type entry struct {
 	mu       sync.Mutex
 	lastErr  string
 	watchErr error
+	// seen is when the watch last delivered an event or a bookmark (Unix ns).
+	seen atomic.Int64
 }
 
 // Options configure a Manager.
@@ -319,8 +326,27 @@ func (m *Manager) Unsynced() map[Key]error {
 
 func (m *Manager) newEntry(w Watch) *entry {
 	k := w.Key()
-	gi := dynamicinformer.NewFilteredDynamicInformer(m.client, k.GVR, w.Namespace, m.resync, cache.Indexers{}, nil)
-	e := &entry{watch: w, informer: gi.Informer()}
+	e := &entry{watch: w}
+	ri := m.client.Resource(k.GVR).Namespace(w.Namespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return ri.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.AllowWatchBookmarks = true
+			wi, err := ri.Watch(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			// Every event and bookmark tells that the watch is alive (/readyz).
+			return watch.Filter(wi, func(ev watch.Event) (watch.Event, bool) {
+				e.seen.Store(m.now().UnixNano())
+				return ev, true
+			}), nil
+		},
+	}
+	e.informer = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, m.client), &unstructured.Unstructured{},
+		cache.SharedIndexInformerOptions{ResyncPeriod: m.resync, ObjectDescription: k.GVR.String()})
 	// managedFields are often the largest part of an object and no rule reads
 	// them: drop them before the object enters the cache.
 	_ = e.informer.SetTransform(func(obj any) (any, error) {
@@ -452,6 +478,40 @@ func (m *Manager) event(e *entry, t event.Type, obj, oldObj any) *event.Event {
 		return nil
 	}
 	return event.New(t, e.watch.Resource, b, oldJSON, m.now())
+}
+
+// Status is one watch's health, for /readyz and metrics.
+type Status struct {
+	Key Key
+	// Synced: the initial list has been handed over.
+	Synced bool
+	// Err is the last error of a watch that has not synced (forbidden, not
+	// served), nil if none.
+	Err error
+	// LastEvent is when the watch last delivered an event or a bookmark; zero
+	// before the first.
+	LastEvent time.Time
+}
+
+// Statuses returns the health of every watch, sorted by key.
+func (m *Manager) Statuses() []Status {
+	m.mu.Lock()
+	out := make([]Status, 0, len(m.entries))
+	for k, e := range m.entries {
+		st := Status{Key: k, Synced: e.handled != nil && e.handled.HasSynced()}
+		if ns := e.seen.Load(); ns > 0 {
+			st.LastEvent = time.Unix(0, ns)
+		}
+		if !st.Synced {
+			e.mu.Lock()
+			st.Err = e.watchErr
+			e.mu.Unlock()
+		}
+		out = append(out, st)
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Key.String(), b.Key.String()) })
+	return out
 }
 
 // NextEpoch returns the epoch the next Set call will give the informers it starts.

@@ -26,12 +26,15 @@ func (w *Watcher) ReloadFile(path string) error {
 			w.log.Error("cannot read config", "err", err)
 		}
 		w.log.Error("config not reloaded: the running config stays", "config", path)
+		w.metrics.Reloaded(false)
 		return err
 	}
 	if err := w.Reload(file); err != nil {
 		w.log.Error("config not reloaded: the running config stays", "config", path, "err", err)
+		w.metrics.Reloaded(false)
 		return err
 	}
+	w.metrics.Reloaded(true)
 	return nil
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/metrics"
 	"github.com/dynwatch/dynwatch/payload"
 	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/rules"
@@ -61,15 +62,17 @@ type Watcher struct {
 	warned   map[string]bool // rules already warned about selecting nothing
 	durable  *durable        // nil without state.path
 	lost     atomic.Uint64   // events abandoned at shutdown without state
+	metrics  *metrics.Metrics
 }
 
 // pipeline is one consistent view of the config: the rules by resource and the
 // queues of their actions. Events read it without locks; changes swap it whole.
 type pipeline struct {
-	file   *plan.File
-	log    *slog.Logger
-	index  map[schema.GroupVersionResource][]*rules.Rule
-	queues map[string]*action.Queue
+	file    *plan.File
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	index   map[schema.GroupVersionResource][]*rules.Rule
+	queues  map[string]*action.Queue
 	// paths are, per resource, what restart state records of each object:
 	// every path its rules read, worked out once per config, not per event.
 	paths map[schema.GroupVersionResource][]string
@@ -97,6 +100,8 @@ type Options struct {
 	DiscoveryRefresh time.Duration
 	// Store is the open state file of state.path; nil runs without state.
 	Store *state.Store
+	// Metrics counts events, rule evaluations and reloads; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // New builds the actions of file and a watcher for it.
@@ -118,6 +123,7 @@ func New(file *plan.File, dyn dynamic.Interface, disc k8sdiscovery.DiscoveryInte
 		kicks:   make(chan struct{}, 1),
 		queues:  map[string]*queueRun{},
 		warned:  map[string]bool{},
+		metrics: opts.Metrics,
 	}
 	if opts.Store != nil {
 		w.durable = newDurable(opts.Store, opts.Logger, &w.pipe)
@@ -127,7 +133,7 @@ func New(file *plan.File, dyn dynamic.Interface, disc k8sdiscovery.DiscoveryInte
 		return nil, err
 	}
 	w.queues = queues
-	w.pipe.Store(&pipeline{file: file, log: w.log, queues: queueMap(queues)})
+	w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues)})
 	w.mgr = dyninformer.NewManager(dyn, w.handle, dyninformer.Options{
 		Resync: file.Config.Defaults.Resync.Std(),
 		Logger: opts.Logger,
@@ -450,7 +456,7 @@ func (w *Watcher) Reload(file *plan.File) error {
 		w.log.Warn("defaults.resync changed: it applies to informers started from now on")
 	}
 	if w.cat == nil {
-		w.pipe.Store(&pipeline{file: file, log: w.log, queues: queueMap(queues)})
+		w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues)})
 	} else {
 		w.applyReloadLocked(file)
 	}
@@ -523,7 +529,7 @@ func (w *Watcher) applyLocked(c change) ([]dyninformer.Started, uint64) {
 	}
 	w.cat = c.cat
 	prev := w.pipe.Load()
-	next := &pipeline{file: c.file, log: w.log, index: p.Index, queues: queueMap(w.queues), added: prev.added}
+	next := &pipeline{file: c.file, log: w.log, metrics: w.metrics, index: p.Index, queues: queueMap(w.queues), added: prev.added}
 	if w.durable != nil {
 		next.paths = make(map[schema.GroupVersionResource][]string, len(p.Index))
 		for gvr, rs := range p.Index {
@@ -551,6 +557,7 @@ func (w *Watcher) applyLocked(c change) ([]dyninformer.Started, uint64) {
 // delivery per matching rule and action. It never blocks on an action.
 func (w *Watcher) handle(k dyninformer.Key, ev *event.Event) {
 	p := w.pipe.Load()
+	p.metrics.Event(ev.Resource.Name(), string(ev.Type))
 	if w.durable != nil {
 		w.durable.handle(p, k, ev)
 		return
@@ -571,7 +578,7 @@ func (p *pipeline) route(gvr schema.GroupVersionResource, ev *event.Event) []rou
 	var out []routed
 	var prepared *payload.Prepared
 	for _, r := range p.index[gvr] {
-		if !r.Fires(ev, p.added) {
+		if !p.fires(r, ev) {
 			continue
 		}
 		if prepared == nil {
@@ -594,6 +601,45 @@ func (p *pipeline) route(gvr schema.GroupVersionResource, ev *event.Event) []rou
 		}
 	}
 	return out
+}
+
+// fires is Rule.Fires, timed and counted when there are metrics.
+func (p *pipeline) fires(r *rules.Rule, ev *event.Event) bool {
+	if p.metrics == nil {
+		return r.Fires(ev, p.added)
+	}
+	start := time.Now()
+	fired := r.Fires(ev, p.added)
+	p.metrics.Evaluated(r.Name, time.Since(start), fired)
+	return fired
+}
+
+// Halt stops every delivery at once (attempts in flight are aborted): for a
+// replica that lost its lease, or whose queued events are on disk. Run then
+// drains nothing when its context ends.
+func (w *Watcher) Halt() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, qr := range w.queues {
+		qr.q.Halt()
+	}
+}
+
+// QueueSamples returns every action queue's counts, for metrics.
+func (w *Watcher) QueueSamples() []metrics.QueueSample {
+	p := w.pipe.Load()
+	out := make([]metrics.QueueSample, 0, len(p.queues))
+	for name, q := range p.queues {
+		st := q.Stats()
+		out = append(out, metrics.QueueSample{Action: name, Delivered: st.Delivered, Retries: st.Retries, Failed: st.Failed, Dropped: st.Dropped, Depth: q.Len()})
+	}
+	return out
+}
+
+// Statuses returns every watch's health (the CRD watch included), for
+// /readyz and metrics.
+func (w *Watcher) Statuses() []dyninformer.Status {
+	return append(w.mgr.Statuses(), w.crds.Statuses()...)
 }
 
 // enqueue hands the deliveries to the in-memory queues; it never blocks.

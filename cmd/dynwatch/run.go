@@ -62,6 +62,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		ResetState:          *resetState,
 		Dynamic:             c.dyn,
 		Discovery:           c.disc,
+		Kube:                c.typed,
 		Logger:              log,
 		Stdout:              e.stdout,
 		Hup:                 hup,

@@ -23,7 +23,7 @@ var floors = [][]string{
 	{"event", "fieldpath"},
 	{"config", "discovery", "dyninformer", "state"},
 	{"payload", "rules"},
-	{"action", "plan"},
+	{"action", "plan", "metrics"},
 	{"watcher", "audit", "rbac", "tail"},
 	{"daemon"},
 	{"cmd/dynwatch"},

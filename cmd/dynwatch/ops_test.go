@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/dynwatch/dynwatch/internal/testenv"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// /metrics, /healthz and /readyz on server.address: the series for one rule
+// on one resource, ready once synced, and a forbidden resource reported as
+// degraded in /readyz without making the daemon unready.
+func TestOperationsServer(t *testing.T) {
+	d := dynamic.NewForConfigOrDie(cp.Config)
+	ns := fmt.Sprintf("ops-%d", time.Now().UnixNano()%1000000)
+	if _, err := d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(t.Context(),
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.GrantListWatch(t.Context(), "ops-cm-reader", cmOnlyUser, "", "configmaps"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig, cmOnlyToken); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	cfg := writeConfig(t, dir, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+server: {address: %q}
+actions: [{name: out, log: {}}]
+rules:
+  - {name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [out]}
+  - {name: secrets, resources: [{group: "", resource: secrets}], namespaces: [%[2]s], actions: [out]}
+`, addr, ns))
+	p := startProc(t, "run", "--config", cfg, "--kubeconfig", kubeconfig)
+	p.waitLog("serving /metrics", 10*time.Second)
+	base := "http://" + addr
+	if code, body := get(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	testenv.WaitFor(t, "the configmaps watch to sync", 30*time.Second, func() bool {
+		_, body := get(t, base+"/readyz")
+		return strings.HasPrefix(body, "ok")
+	})
+	if _, err := d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns).Create(t.Context(),
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c1"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var metrics string
+	testenv.WaitFor(t, "the delivery to be counted", 20*time.Second, func() bool {
+		_, metrics = get(t, base+"/metrics")
+		return strings.Contains(metrics, `dynwatch_deliveries_total{action="out",result="ok"} 1`)
+	})
+	var ours []string
+	for _, l := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(l, "dynwatch_") && !strings.Contains(l, "_bucket{") {
+			ours = append(ours, l)
+		}
+	}
+	t.Logf("dynwatch series:\n%s", strings.Join(ours, "\n"))
+	for _, want := range []string{
+		`dynwatch_events_total{resource="configmaps",type="add"} 1`,
+		`dynwatch_rule_matches_total{rule="cms"} 1`,
+		`dynwatch_rule_eval_seconds_count 1`,
+		`dynwatch_rule_eval_seconds_bucket{le="2.5e-07"}`,
+		`dynwatch_queue_depth{action="out"} 0`,
+		fmt.Sprintf(`dynwatch_informer_synced{namespace="%s",resource="configmaps"} 1`, ns),
+		fmt.Sprintf(`dynwatch_informer_synced{namespace="%s",resource="secrets"} 0`, ns),
+		fmt.Sprintf(`dynwatch_watch_last_event_timestamp_seconds{namespace="%s",resource="configmaps"}`, ns),
+		`dynwatch_config_reloads_total{result="ok"} 0`,
+		`dynwatch_leader 1`,
+		"go_goroutines", "process_resident_memory_bytes",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(metrics, `name="c1"`) || strings.Contains(metrics, `"c1"`) {
+		t.Error("an object name is a label value")
+	}
+	code, body := get(t, base+"/readyz")
+	t.Logf("/readyz with a forbidden resource: %d\n%s", code, body)
+	if code != http.StatusOK || !strings.Contains(body, "degraded: secrets.v1 in namespace "+ns) || !strings.Contains(body, "forbidden") {
+		t.Errorf("/readyz: %d %q", code, body)
+	}
+	_ = p.stop(syscall.SIGTERM)
+
+	// The port is taken: a clear error at start, exit 1.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := writeConfig(t, t.TempDir(), fmt.Sprintf("apiVersion: dynwatch/v1alpha1\nserver: {address: %q}\nactions: [{name: out, log: {}}]\nrules: [{name: cms, resources: [{kind: ConfigMap}], actions: [out]}]\n", ln.Addr().String()))
+	code2, _, stderr := runCLI(t, "run", "--config", busy, "--kubeconfig", cp.Kubeconfig)
+	if code2 != exitFailure || !strings.Contains(stderr, "address already in use") || !strings.Contains(stderr, "is another process using that port?") {
+		t.Errorf("busy port: exit %d, stderr %s", code2, stderr)
+	}
+}

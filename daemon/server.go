@@ -1,0 +1,91 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// serve starts the operations server on server.address, if set: /metrics,
+// /healthz and /readyz. A port already in use is an error at start.
+func (d *daemon) serve() (stop func(), err error) {
+	srv := d.o.File.Config.Server
+	if srv == nil || srv.Address == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", srv.Address)
+	if err != nil {
+		return nil, fmt.Errorf("server.address %s: %w (is another process using that port?)", srv.Address, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", d.metrics.Handler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		ready, body := d.ready(time.Now())
+		if !ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_, _ = w.Write([]byte(body))
+	})
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("operations server stopped", "err", err)
+		}
+	}()
+	d.log.Info("serving /metrics, /healthz and /readyz", "address", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+// ready says whether the daemon is ready, and why not: every watch has listed
+// and none went stallAfter without an event or a bookmark. A watch that fails
+// (forbidden, not served) is reported as degraded but does not make the
+// daemon unready: the others go on, and a restart would not fix it; it shows
+// as dynwatch_informer_synced 0. A replica that stands by is ready.
+func (d *daemon) ready(now time.Time) (bool, string) {
+	if !d.acting.Load() {
+		if d.o.File.Config.LeaderElection != nil {
+			return true, "ok: standing by (another replica leads)\n"
+		}
+		return false, "not ready: starting\n"
+	}
+	w := d.current.Load()
+	if w == nil {
+		return false, "not ready: starting\n"
+	}
+	stall := d.o.File.Config.Server.StallAfter.Std()
+	var notReady, degraded []string
+	for _, st := range w.Statuses() {
+		last := st.LastEvent
+		if last.IsZero() {
+			last = d.start
+		}
+		switch {
+		case !st.Synced && st.Err != nil:
+			degraded = append(degraded, fmt.Sprintf("degraded: %s: %v", st.Key, st.Err))
+		case !st.Synced:
+			notReady = append(notReady, fmt.Sprintf("not ready: %s: still listing", st.Key))
+		case now.Sub(last) > stall:
+			notReady = append(notReady, fmt.Sprintf("not ready: %s: no event or bookmark for %s (stallAfter %s)", st.Key, now.Sub(last).Round(time.Second), stall))
+		}
+	}
+	body := strings.Join(append(notReady, degraded...), "\n")
+	if len(notReady) > 0 {
+		return false, body + "\n"
+	}
+	if body == "" {
+		return true, "ok\n"
+	}
+	return true, "ok\n" + body + "\n"
+}

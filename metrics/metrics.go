@@ -1,0 +1,166 @@
+// Package metrics is dynwatch's Prometheus series. Counters that the pipeline
+// bumps live here; what other parts already count (action queues, informers)
+// is read from them at scrape time, through snapshots, so that no hot path
+// depends on the registry. Label values are bounded: resources, rules,
+// actions, never object names.
+//
+// It imports no dynwatch package.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// QueueSample is one action's queue at scrape time.
+type QueueSample struct {
+	Action                              string
+	Delivered, Retries, Failed, Dropped uint64
+	Depth                               int
+}
+
+// WatchSample is one watch at scrape time.
+type WatchSample struct {
+	Resource, Namespace string
+	Synced              bool
+	// LastEvent is when it last saw an event or a bookmark; zero if never.
+	LastEvent time.Time
+}
+
+// Sources give the samples read at scrape time; either may be nil.
+type Sources struct {
+	Queues  func() []QueueSample
+	Watches func() []WatchSample
+}
+
+// Metrics holds the series. A nil *Metrics counts nothing, so that code paths
+// without a server (tests, tail) need no checks.
+type Metrics struct {
+	reg     *prometheus.Registry
+	events  *prometheus.CounterVec
+	matches *prometheus.CounterVec
+	eval    prometheus.Histogram
+	reloads *prometheus.CounterVec
+	leader  prometheus.Gauge
+}
+
+// New registers every series (and the Go and process collectors).
+func New(src Sources) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dynwatch_events_total", Help: "Events seen by the informers, by resource and type.",
+		}, []string{"resource", "type"}),
+		matches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dynwatch_rule_matches_total", Help: "Events a rule fired on.",
+		}, []string{"rule"}),
+		eval: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "dynwatch_rule_eval_seconds", Help: "Time to decide whether one rule fires on one event.",
+			Buckets: prometheus.ExponentialBuckets(250e-9, 4, 10), // 250ns to about 65ms
+		}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dynwatch_config_reloads_total", Help: "Config reloads, by result (ok, failed).",
+		}, []string{"result"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dynwatch_leader", Help: "1 when this replica acts (leads, or runs without leader election), else 0.",
+		}),
+	}
+	m.reg.MustRegister(m.events, m.matches, m.eval, m.reloads, m.leader,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&sampled{src: src})
+	for _, r := range []string{"ok", "failed"} {
+		m.reloads.WithLabelValues(r)
+	}
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Event counts an event seen for resource.
+func (m *Metrics) Event(resource, typ string) {
+	if m != nil {
+		m.events.WithLabelValues(resource, typ).Inc()
+	}
+}
+
+// Evaluated records how long one rule took to decide on one event, and
+// whether it fired.
+func (m *Metrics) Evaluated(rule string, took time.Duration, fired bool) {
+	if m == nil {
+		return
+	}
+	m.eval.Observe(took.Seconds())
+	if fired {
+		m.matches.WithLabelValues(rule).Inc()
+	}
+}
+
+// Reloaded counts a config reload.
+func (m *Metrics) Reloaded(ok bool) {
+	if m == nil {
+		return
+	}
+	if ok {
+		m.reloads.WithLabelValues("ok").Inc()
+	} else {
+		m.reloads.WithLabelValues("failed").Inc()
+	}
+}
+
+// SetLeader says whether this replica acts.
+func (m *Metrics) SetLeader(acting bool) {
+	if m == nil {
+		return
+	}
+	if acting {
+		m.leader.Set(1)
+	} else {
+		m.leader.Set(0)
+	}
+}
+
+var (
+	deliveriesDesc = prometheus.NewDesc("dynwatch_deliveries_total", "Delivery attempts by action and result: ok, retry, failed (gave up), dropped (queue full or stopped).", []string{"action", "result"}, nil)
+	depthDesc      = prometheus.NewDesc("dynwatch_queue_depth", "Events queued or in flight in an action's memory queue.", []string{"action"}, nil)
+	syncedDesc     = prometheus.NewDesc("dynwatch_informer_synced", "1 when the watch has listed once, else 0 (still listing, or failing: forbidden, not served).", []string{"resource", "namespace"}, nil)
+	lastEventDesc  = prometheus.NewDesc("dynwatch_watch_last_event_timestamp_seconds", "When the watch last saw an event or a bookmark.", []string{"resource", "namespace"}, nil)
+)
+
+// sampled reads the queues' and informers' own counts at scrape time.
+type sampled struct{ src Sources }
+
+func (s *sampled) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{deliveriesDesc, depthDesc, syncedDesc, lastEventDesc} {
+		ch <- d
+	}
+}
+
+func (s *sampled) Collect(ch chan<- prometheus.Metric) {
+	if s.src.Queues != nil {
+		for _, q := range s.src.Queues() {
+			for result, n := range map[string]uint64{"ok": q.Delivered, "retry": q.Retries, "failed": q.Failed, "dropped": q.Dropped} {
+				ch <- prometheus.MustNewConstMetric(deliveriesDesc, prometheus.CounterValue, float64(n), q.Action, result)
+			}
+			ch <- prometheus.MustNewConstMetric(depthDesc, prometheus.GaugeValue, float64(q.Depth), q.Action)
+		}
+	}
+	if s.src.Watches != nil {
+		for _, w := range s.src.Watches() {
+			synced := 0.0
+			if w.Synced {
+				synced = 1
+			}
+			ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, synced, w.Resource, w.Namespace)
+			if !w.LastEvent.IsZero() {
+				ch <- prometheus.MustNewConstMetric(lastEventDesc, prometheus.GaugeValue, float64(w.LastEvent.UnixNano())/1e9, w.Resource, w.Namespace)
+			}
+		}
+	}
+}
