@@ -36,7 +36,7 @@ func (d *daemon) elect(ctx context.Context) error {
 		Client:     d.o.Kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
-	d.log.Info("leader election: standing by until this replica leads", "lease", le.Namespace+"/"+le.Name, "identity", id)
+	d.log.Info("leader election: standing by until elected", "lease", le.Namespace+"/"+le.Name, "identity", id)
 	for ctx.Err() == nil {
 		if err := d.term(ctx, lock, id); err != nil {
 			return err
