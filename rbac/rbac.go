@@ -114,11 +114,25 @@ type ServiceAccount struct {
 	Namespace, Name string
 }
 
-// WriteYAML writes a ClusterRole for the cluster-wide grants, a Role per
-// namespace for the others, and their bindings to sa. The ClusterRole also lets
-// dynwatch follow CRDs, so that new ones are watched without a restart.
-// notes are written as comments at the top (see GlobNotes).
-func WriteYAML(w io.Writer, grants []Grant, sa ServiceAccount, source string, notes []string) error {
+// Output is what WriteYAML prints besides the grants.
+type Output struct {
+	// SA is the ServiceAccount, printed first and bound to every role.
+	SA ServiceAccount
+	// Source names the config, in the header comment.
+	Source string
+	// Notes are written as comments at the top (see GlobNotes).
+	Notes []string
+	// Lease, with leader election, is the one Lease the replicas may get,
+	// create and update.
+	Lease *ServiceAccount
+}
+
+// WriteYAML writes the ServiceAccount, a ClusterRole for the cluster-wide
+// grants, a Role per namespace for the others, their bindings to it and, with
+// leader election, a Role on the one Lease. The ClusterRole also lets dynwatch
+// follow CRDs, so that new ones are watched without a restart.
+func WriteYAML(w io.Writer, grants []Grant, out Output) error {
+	sa, source, notes := out.SA, out.Source, out.Notes
 	byNS := map[string][]Grant{}
 	var nss []string
 	for _, g := range grants {
@@ -132,6 +146,7 @@ func WriteYAML(w io.Writer, grants []Grant, sa ServiceAccount, source string, no
 	for _, n := range notes {
 		fmt.Fprintf(&b, "# %s\n", n)
 	}
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: %s\n  namespace: %s\n---\n", sa.Name, sa.Namespace)
 	fmt.Fprint(&b, "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: dynwatch\nrules:\n")
 	writeRules(&b, byNS[""])
 	fmt.Fprint(&b, "  # Lets dynwatch see CRDs come and go, so it watches new ones without a restart;\n")
@@ -147,8 +162,24 @@ func WriteYAML(w io.Writer, grants []Grant, sa ServiceAccount, source string, no
 			"roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: dynwatch\n"+
 			"subjects:\n  - kind: ServiceAccount\n    namespace: %s\n    name: %s\n", ns, sa.Namespace, sa.Name)
 	}
+	if out.Lease != nil {
+		writeLeaseRole(&b, *out.Lease, sa)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeLeaseRole writes a Role on the one Lease leader election uses: get and
+// update it by name; create cannot be limited to a name in RBAC, so it is its
+// own rule (the first replica creates the Lease).
+func writeLeaseRole(b *strings.Builder, lease, sa ServiceAccount) {
+	fmt.Fprintf(b, "---\n# Leader election: the replicas share the Lease %s/%s.\n", lease.Namespace, lease.Name)
+	fmt.Fprintf(b, "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: dynwatch-leader-election\n  namespace: %s\nrules:\n", lease.Namespace)
+	fmt.Fprintf(b, "  - apiGroups: [coordination.k8s.io]\n    resources: [leases]\n    resourceNames: [%s]\n    verbs: [get, update]\n", lease.Name)
+	fmt.Fprint(b, "  - apiGroups: [coordination.k8s.io]\n    resources: [leases]\n    verbs: [create]\n")
+	fmt.Fprintf(b, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: dynwatch-leader-election\n  namespace: %s\n"+
+		"roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: dynwatch-leader-election\n"+
+		"subjects:\n  - kind: ServiceAccount\n    namespace: %s\n    name: %s\n", lease.Namespace, sa.Namespace, sa.Name)
 }
 
 // writeRules writes one policy rule per API group, with its resources sorted.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -106,8 +107,9 @@ func TestRBAC(t *testing.T) {
 			t.Fatalf("generated YAML does not parse: %v\n%s", err, doc)
 		}
 		u := &unstructured.Unstructured{Object: obj}
-		gvr := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: strings.ToLower(u.GetKind()) + "s"}
-		if _, err := d.Resource(gvr).Namespace(u.GetNamespace()).Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
+		gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
+		gvr := gv.WithResource(strings.ToLower(u.GetKind()) + "s")
+		if _, err := d.Resource(gvr).Namespace(u.GetNamespace()).Create(t.Context(), u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("the API server rejects the generated %s: %v", u.GetKind(), err)
 		}
 	}

@@ -141,22 +141,27 @@ func cmdCheck(ctx context.Context, e *env, args []string) int {
 }
 
 func cmdRBAC(_ context.Context, e *env, args []string) int {
-	fs := flagSet(e, "rbac", "--config FILE [--cluster] [--service-account NAMESPACE/NAME]",
-		"Prints the least-privilege RBAC the config needs: list and watch only, on exactly the resources\n"+
-			"it selects; a ClusterRole where a rule watches all namespaces or a cluster-scoped resource,\n"+
-			"a Role per namespace where rules name namespaces, and their bindings. Without --cluster each\n"+
-			"selector must give group and resource exactly; with it, globs and kinds are resolved through discovery.")
+	fs := flagSet(e, "rbac", "--config FILE [--cluster] [--namespace NS] [--service-account NAME]",
+		"Prints the least-privilege RBAC the config needs: the ServiceAccount; list and watch only, on exactly\n"+
+			"the resources it selects (a ClusterRole where a rule watches all namespaces or a cluster-scoped\n"+
+			"resource, a Role per namespace where rules name namespaces) and their bindings; with leaderElection,\n"+
+			"get/update on the one Lease. Without --cluster each selector must give group and resource exactly;\n"+
+			"with it, globs and kinds are resolved through discovery.")
 	var kf kubeFlags
 	kf.register(fs)
 	config := fs.String("config", "", "the config file (required)")
 	cluster := fs.Bool("cluster", false, "resolve selectors through discovery")
-	saFlag := fs.String("service-account", "dynwatch/dynwatch", "the ServiceAccount the roles are bound to, as NAMESPACE/NAME")
+	nsFlag := fs.String("namespace", "dynwatch", "the namespace of the ServiceAccount")
+	saFlag := fs.String("service-account", "dynwatch", "the ServiceAccount the roles are bound to (NAMESPACE/NAME also works)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	ns, name, found := strings.Cut(*saFlag, "/")
-	if *config == "" || fs.NArg() > 0 || !found || ns == "" || name == "" {
-		fmt.Fprintln(e.stderr, "dynwatch rbac: --config FILE is required, --service-account is NAMESPACE/NAME, and no arguments are taken")
+	ns, name := *nsFlag, *saFlag
+	if n, s, found := strings.Cut(*saFlag, "/"); found {
+		ns, name = n, s
+	}
+	if *config == "" || fs.NArg() > 0 || ns == "" || name == "" {
+		fmt.Fprintln(e.stderr, "dynwatch rbac: --config FILE is required, --namespace and --service-account must not be empty, and no arguments are taken")
 		fs.Usage()
 		return exitUsage
 	}
@@ -184,7 +189,11 @@ func cmdRBAC(_ context.Context, e *env, args []string) int {
 	if cat != nil {
 		notes = rbac.GlobNotes(file, cat)
 	}
-	if err := rbac.WriteYAML(e.stdout, grants, rbac.ServiceAccount{Namespace: ns, Name: name}, filepath.Base(*config), notes); err != nil {
+	out := rbac.Output{SA: rbac.ServiceAccount{Namespace: ns, Name: name}, Source: filepath.Base(*config), Notes: notes}
+	if le := file.Config.LeaderElection; le != nil {
+		out.Lease = &rbac.ServiceAccount{Namespace: le.Namespace, Name: le.Name}
+	}
+	if err := rbac.WriteYAML(e.stdout, grants, out); err != nil {
 		return exitFailure
 	}
 	return exitOK
