@@ -7,7 +7,7 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 TESTENV   := .testenv/bin
 GOTESTFLAGS ?=
 
-.PHONY: all build testenv test unit vet demo bench fuzz clean help
+.PHONY: all build image testenv test unit vet demo bench fuzz clean help
 
 all: build
 
@@ -16,6 +16,9 @@ help: ## list the targets
 
 build: ## build bin/dynwatch
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/dynwatch ./cmd/dynwatch
+
+image: ## build the container image as bin/dynwatch-image.tar (docker load -i …), no container engine needed
+	$(GO) run ./hack/image -o bin/dynwatch-image.tar -t dynwatch:latest -ldflags "$(LDFLAGS)"
 
 testenv: ## build kube-apiserver and etcd into .testenv/bin (once; minutes the first time)
 	hack/testenv/build.sh $(TESTENV)
