@@ -1,4 +1,5 @@
-# dynwatch: a static binary in a distroless, non-root image.
+# dynwatch: a static binary in a minimal, non-root image (from scratch: the
+# binary, the CA bundle and a passwd naming the non-root user).
 #   docker build -t dynwatch:latest .
 # Without a container engine, `make image` builds the same layout as an image
 # tarball (docker load -i bin/dynwatch-image.tar).
@@ -9,8 +10,13 @@ RUN go mod download
 COPY . .
 ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=${VERSION}" -o /dynwatch ./cmd/dynwatch
+RUN printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' > /passwd && \
+    printf 'root:x:0:\nnonroot:x:65532:\n' > /group
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM scratch
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+COPY --from=build /passwd /etc/passwd
+COPY --from=build /group /etc/group
 COPY --from=build /dynwatch /dynwatch
 USER 65532:65532
 ENTRYPOINT ["/dynwatch"]
