@@ -119,6 +119,18 @@ rules:
 	}
 	_ = p.stop(syscall.SIGTERM)
 
+	// A watch that sees no event nor bookmark for stallAfter makes /readyz fail,
+	// saying which.
+	stallAddr := freeAddr(t)
+	stalled := writeConfig(t, t.TempDir(), fmt.Sprintf("apiVersion: dynwatch/v1alpha1\nserver: {address: %q, stallAfter: 1s}\nactions: [{name: out, log: {}}]\nrules: [{name: cms, resources: [{group: \"\", resource: configmaps}], namespaces: [%s], actions: [out]}]\n", stallAddr, ns))
+	p2 := startProc(t, "run", "--config", stalled, "--kubeconfig", cp.Kubeconfig)
+	p2.waitLog("all informers synced", 30*time.Second)
+	testenv.WaitFor(t, "/readyz to report the stalled watch", 20*time.Second, func() bool {
+		code, body := get(t, "http://"+stallAddr+"/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "not ready: configmaps.v1 in namespace "+ns+": no event or bookmark for")
+	})
+	_ = p2.stop(syscall.SIGTERM)
+
 	// The port is taken: a clear error at start, exit 1.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
