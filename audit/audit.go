@@ -124,7 +124,7 @@ func evaluate(o Options, rs []*rules.Rule, r event.Resource, u *unstructured.Uns
 		if prepared == nil {
 			prepared = o.File.Prepare(ev)
 		}
-		out = append(out, Finding{Rule: rule, Payload: rule.Payload(prepared)})
+		out = append(out, Finding{Rule: rule, Payload: rule.Payload(prepared, "")})
 	}
 	return out
 }

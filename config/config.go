@@ -38,6 +38,14 @@ const (
 	OnStartNone = "none"
 )
 
+// The fire modes: on every event the rule holds on, or on transitions.
+const (
+	FireAlways = "always"
+	FireEnter  = "enter"
+	FireExit   = "exit"
+	FireEdges  = "edges"
+)
+
 // EventTypes are the values of a rule's `on`.
 var EventTypes = []string{"add", "update", "delete"}
 
@@ -209,6 +217,10 @@ type RuleSpec struct {
 	// OnStart says what objects that exist at start fire: diff, all or none.
 	// Default: diff with state.path, none without.
 	OnStart string `yaml:"onStart"`
+	// Fire is always (every event the rule holds on), enter (when its
+	// conditions start to hold), exit (when they stop) or edges (both, with
+	// the payload's transition). Default: always.
+	Fire string `yaml:"fire"`
 	// Actions are the names of the actions to deliver to. Required.
 	Actions []string `yaml:"actions"`
 }
@@ -228,7 +240,10 @@ type Selector struct {
 
 // ConditionSpec is one `when` entry.
 type ConditionSpec struct {
-	// Path is a gjson path into the object. Required.
+	// CEL is a CEL expression over object and oldObject (null on add and
+	// delete) that must be true; it replaces path, op and value.
+	CEL string `yaml:"cel"`
+	// Path is a gjson path into the object. Required unless cel is given.
 	Path string `yaml:"path"`
 	// Op is the operator. Required.
 	Op string `yaml:"op"`
@@ -560,6 +575,20 @@ func (rs *RuleSpec) validate(v *validator, p string, c *Config) {
 		}
 	}
 	rs.validateOnStart(v, p, c.StateEnabled())
+	switch rs.Fire {
+	case "":
+		rs.Fire = FireAlways
+	case FireAlways, FireEnter, FireExit, FireEdges:
+		if rs.Fire != FireAlways {
+			for j, cs := range rs.When {
+				if cs.Object == "old" {
+					v.errf(fmt.Sprintf("%s.when[%d].object", p, j), "object: old cannot be combined with fire: %s (transitions compare the conditions on the old and the new object)", rs.Fire)
+				}
+			}
+		}
+	default:
+		v.errf(p+".fire", "unknown fire %q (want one of always, enter, exit, edges)", rs.Fire)
+	}
 	if len(rs.Actions) == 0 {
 		v.errf(p+".actions", "required: name at least one action")
 	}

@@ -125,6 +125,8 @@ type Event struct {
 	OldValues map[string]json.RawMessage
 	// Time is when dynwatch saw the event.
 	Time time.Time
+
+	dec *decoded // see Decoded
 }
 
 // ID is the event's id: stable across restarts and replicas, so receivers can
@@ -154,6 +156,8 @@ type Payload struct {
 	UID             string                     `json:"uid"`
 	ResourceVersion string                     `json:"resourceVersion"`
 	Fields          map[string]json.RawMessage `json:"fields,omitempty"`
+	// Transition is enter or exit, for rules with fire: edges.
+	Transition string `json:"transition,omitempty"`
 	Changed         []string                   `json:"changed,omitempty"`
 	Object          json.RawMessage            `json:"object"`
 	OldObject       json.RawMessage            `json:"oldObject,omitempty"`

@@ -50,7 +50,10 @@ func CompileRule(rs config.RuleSpec) (*Rule, error) {
 func compileRule(f *config.File, p string, rs *config.RuleSpec) (*Rule, config.Problems) {
 	var ps config.Problems
 	errf := func(path, format string, args ...any) { ps = append(ps, f.Problem(path, format, args...)) }
-	r := &Rule{Name: rs.Name, Actions: rs.Actions, OnStart: rs.OnStart, LabelSelector: labels.Everything(), changed: rs.Changed}
+	r := &Rule{Name: rs.Name, Actions: rs.Actions, OnStart: rs.OnStart, Fire: rs.Fire, LabelSelector: labels.Everything(), changed: rs.Changed}
+	if r.Fire == "" {
+		r.Fire = config.FireAlways
+	}
 	if len(rs.Namespaces) > 0 {
 		r.Namespaces = slices.Compact(slices.Sorted(slices.Values(rs.Namespaces)))
 	}
@@ -76,7 +79,7 @@ func compileRule(f *config.File, p string, rs *config.RuleSpec) (*Rule, config.P
 		r.on |= onBits[event.Type(t)] // config has reported unknown types
 	}
 	for j, cs := range rs.When {
-		cond, err := compileCondition(cs)
+		cond, err := compileCondition(cs, &r.celErrors)
 		if err != nil {
 			field := ""
 			if ce, ok := err.(*condError); ok {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -14,29 +15,44 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/fieldpath"
 )
 
-// condition is one compiled `when` entry.
+// condition is one compiled `when` entry: a gjson path, operator and value,
+// or a CEL expression.
 type condition struct {
 	spec config.ConditionSpec
 	old  bool
 	// test decides the condition on the value found at the path.
 	test func(r gjson.Result) bool
+	// cel, when set, is the condition instead of path and test.
+	cel *celCond
 }
 
 // holds evaluates the condition on an event's objects. An event without an old
 // object (add, delete) has nothing at any old path.
-func (c *condition) holds(obj, old []byte) bool {
-	doc := obj
+func (c *condition) holds(ev *event.Event) bool {
+	if c.cel != nil {
+		return c.cel.holds(ev)
+	}
+	doc := ev.Object
 	if c.old {
-		doc = old
+		doc = ev.OldObject
 	}
 	var r gjson.Result
 	if doc != nil {
 		r = gjson.GetBytes(doc, c.spec.Path)
 	}
 	return c.test(r)
+}
+
+// paths are the object paths the condition reads.
+func (c *condition) paths() []string {
+	if c.cel != nil {
+		return c.cel.paths
+	}
+	return []string{c.spec.Path}
 }
 
 // condError names the condition field that an error is about.
@@ -204,10 +220,21 @@ func cmpFloat(a, b float64) int {
 }
 
 // compileCondition compiles one `when` entry through the operator table.
-func compileCondition(cs config.ConditionSpec) (*condition, error) {
+func compileCondition(cs config.ConditionSpec, celErrors *atomic.Uint64) (*condition, error) {
 	c := &condition{spec: cs}
+	if cs.CEL != "" {
+		if cs.Path != "" || cs.Op != "" || cs.Value.IsSet() || cs.Object != "" {
+			return nil, fieldErr("cel", "a cel condition takes no path, op, value or object: it reads object and oldObject itself")
+		}
+		cc, err := compileCEL(cs.CEL, celErrors)
+		if err != nil {
+			return nil, fieldErr("cel", "%v", err)
+		}
+		c.cel = cc
+		return c, nil
+	}
 	if cs.Path == "" {
-		return nil, fieldErr("path", "required")
+		return nil, fieldErr("path", "required (or give cel)")
 	}
 	if err := fieldpath.Check(cs.Path); err != nil {
 		return nil, fieldErr("path", "%v", err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -39,7 +40,7 @@ func cond(t *testing.T, src string) *condition {
 			t.Fatalf("unknown key %q", k)
 		}
 	}
-	c, err := compileCondition(cs)
+	c, err := compileCondition(cs, new(atomic.Uint64))
 	if err != nil {
 		t.Fatalf("%s: %v", src, err)
 	}
@@ -99,7 +100,7 @@ func TestConditions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := cond(t, tt.cond).holds([]byte(obj), nil); got != tt.want {
+			if got := cond(t, tt.cond).holds(&event.Event{Object: []byte(obj)}); got != tt.want {
 				t.Errorf("%s on the object = %v, want %v", tt.cond, got, tt.want)
 			}
 		})
@@ -110,13 +111,13 @@ func TestOldObjectCondition(t *testing.T) {
 	c := cond(t, `{path: status.phase, object: old, op: eq, value: Running}`)
 	newObj := []byte(`{"status":{"phase":"Failed"}}`)
 	oldObj := []byte(`{"status":{"phase":"Running"}}`)
-	if !c.holds(newObj, oldObj) {
+	if !c.holds(&event.Event{Object: newObj, OldObject: oldObj}) {
 		t.Error("object: old should read the old object")
 	}
-	if c.holds(oldObj, newObj) {
+	if c.holds(&event.Event{Object: oldObj, OldObject: newObj}) {
 		t.Error("object: old read the new object")
 	}
-	if c.holds(newObj, nil) {
+	if c.holds(&event.Event{Object: newObj}) {
 		t.Error("an add has no old object: the condition must not hold")
 	}
 }
@@ -171,7 +172,7 @@ rules:
 		})
 	}
 	ev := tests[0].ev
-	pl := r.Payload(payload.Prepare(payload.NewRedactor(config.DefaultRedact()), &ev))
+	pl := r.Payload(payload.Prepare(payload.NewRedactor(config.DefaultRedact()), &ev), "")
 	if string(pl.Fields["replicas"]) != "3" || string(pl.Fields["missing"]) != "null" {
 		t.Errorf("fields = %s", pl.Fields)
 	}
@@ -200,13 +201,13 @@ func TestOperatorTableRow(t *testing.T) {
 		t.Error("Symbols() lacks ^=")
 	}
 	c := cond(t, `{path: spec.name, op: startsWith, value: web-}`)
-	if !c.holds([]byte(obj), nil) {
+	if !c.holds(&event.Event{Object: []byte(obj)}) {
 		t.Error("startsWith web- does not hold on web-api")
 	}
-	if c := cond(t, `{path: spec.name, op: startsWith, value: api}`); c.holds([]byte(obj), nil) {
+	if c := cond(t, `{path: spec.name, op: startsWith, value: api}`); c.holds(&event.Event{Object: []byte(obj)}) {
 		t.Error("startsWith api holds on web-api")
 	}
-	if _, err := compileCondition(config.ConditionSpec{Path: "a", Op: "startsWith"}); err == nil || !strings.Contains(err.Error(), "required for startsWith") {
+	if _, err := compileCondition(config.ConditionSpec{Path: "a", Op: "startsWith"}, new(atomic.Uint64)); err == nil || !strings.Contains(err.Error(), "required for startsWith") {
 		t.Errorf("missing value: %v", err)
 	}
 }
@@ -220,7 +221,7 @@ func TestMatchesAnchoringIsChecked(t *testing.T) {
 		if err := yaml.Unmarshal([]byte(v), &node); err != nil {
 			t.Fatal(err)
 		}
-		_, err := compileCondition(config.ConditionSpec{Path: "a", Op: "matches", Value: config.Value{Node: node.Content[0]}})
+		_, err := compileCondition(config.ConditionSpec{Path: "a", Op: "matches", Value: config.Value{Node: node.Content[0]}}, new(atomic.Uint64))
 		if err == nil || !strings.Contains(err.Error(), "bad regular expression") {
 			t.Errorf("%s: %v", v, err)
 		}
@@ -261,7 +262,7 @@ func TestQueryPathsAndDurations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := cond(t, tt.cond).holds([]byte(rule), nil); got != tt.want {
+			if got := cond(t, tt.cond).holds(&event.Event{Object: []byte(rule)}); got != tt.want {
 				t.Errorf("%s = %v, want %v", tt.cond, got, tt.want)
 			}
 		})

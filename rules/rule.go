@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tidwall/gjson"
 	"gopkg.in/yaml.v3"
@@ -40,11 +41,19 @@ type Rule struct {
 	// Actions are the names of the actions the rule delivers to.
 	Actions []string
 
+	// Fire is always, enter, exit or edges, with the default resolved.
+	Fire string
+
 	on      onMask
 	conds   []*condition
 	changed []string
 	fields  []payload.Field
+	// celErrors counts CEL evaluations that failed (and counted as false).
+	celErrors atomic.Uint64
 }
+
+// CELErrors returns how many CEL evaluations of the rule failed so far.
+func (r *Rule) CELErrors() uint64 { return r.celErrors.Load() }
 
 // Added names, per reload epoch, the rules that reload added: the objects that
 // informers started by a reload list are new only to those rules.
@@ -62,7 +71,16 @@ type Step struct {
 // Fires decides whether the event fires the rule: the one place that decides
 // it, for run, tail and test alike. The caller has already checked that the
 // rule selects the event's resource.
-func (r *Rule) Fires(ev *event.Event, added Added) bool { return r.decide(ev, added, nil) }
+func (r *Rule) Fires(ev *event.Event, added Added) bool {
+	fires, _ := r.decide(ev, added, nil)
+	return fires
+}
+
+// Decide is Fires that also says the transition (enter or exit) a rule with
+// fire: enter, exit or edges fired on ("" for fire: always).
+func (r *Rule) Decide(ev *event.Event, added Added) (fires bool, transition string) {
+	return r.decide(ev, added, nil)
+}
 
 // Explain is Fires recording every check it makes, in order, with what it found
 // and whether it held; unlike Fires it goes on past a failed check, so that
@@ -71,7 +89,7 @@ func (r *Rule) Fires(ev *event.Event, added Added) bool { return r.decide(ev, ad
 // shows them.
 func (r *Rule) Explain(ev *event.Event, added Added, red *payload.Redactor) (bool, []Step) {
 	rec := &recorder{obj: red.Redact(ev.Resource, ev.Object), old: red.Redact(ev.Resource, ev.OldObject)}
-	fires := r.decide(ev, added, rec)
+	fires, _ := r.decide(ev, added, rec)
 	return fires, rec.steps
 }
 
@@ -88,20 +106,59 @@ func (r *Rule) Holds(ev *event.Event) bool { return r.holds(ev, nil) }
 
 // decide runs every check of the rule on ev; with rec it records each one and
 // does not stop at the first that fails.
-func (r *Rule) decide(ev *event.Event, added Added, rec *recorder) bool {
+func (r *Rule) decide(ev *event.Event, added Added, rec *recorder) (bool, string) {
 	ok := r.originAllows(ev, added, rec)
 	if !ok && rec == nil {
-		return false
+		return false, ""
 	}
 	ok = r.onAllows(ev, rec) && ok
 	if !ok && rec == nil {
-		return false
+		return false, ""
 	}
-	ok = r.holds(ev, rec) && ok
+	transition := ""
+	if r.Fire == config.FireAlways {
+		ok = r.holds(ev, rec) && ok
+	} else {
+		var fits bool
+		transition, fits = r.transition(ev, rec)
+		ok = fits && ok
+	}
 	if !ok && rec == nil {
-		return false
+		return false, ""
 	}
-	return r.changedHolds(ev, rec) && ok
+	return r.changedHolds(ev, rec) && ok, transition
+}
+
+// transition evaluates the rule's conditions before and after the event (an
+// add has no before, a delete no after) and reports the transition, if any,
+// and whether the rule's fire wants it.
+func (r *Rule) transition(ev *event.Event, rec *recorder) (string, bool) {
+	before := ev.Type != event.Add && r.holds(ev.View(ev.Type == event.Update), nil)
+	after := ev.Type != event.Delete && r.holds(ev.View(false), nil)
+	t := ""
+	switch {
+	case after && !before:
+		t = "enter"
+	case before && !after:
+		t = "exit"
+	}
+	fits := t != "" && (r.Fire == config.FireEdges || r.Fire == t)
+	if rec != nil {
+		r.holds(ev.View(false), rec) // the checks, on the new object
+		found := fmt.Sprintf("before: %s, after: %s", verdict(before), verdict(after))
+		if t != "" {
+			found += " (" + t + ")"
+		}
+		record(rec, "fire: "+r.Fire, found, fits)
+	}
+	return t, fits
+}
+
+func verdict(held bool) string {
+	if held {
+		return "holds"
+	}
+	return "does not hold"
 }
 
 // originAllows decides by where the event came from: a relist after a version
@@ -164,7 +221,7 @@ func (r *Rule) holds(ev *event.Event, rec *recorder) bool {
 		}
 	}
 	for i, c := range r.conds {
-		held := c.holds(ev.Object, ev.OldObject)
+		held := c.holds(ev)
 		if rec != nil {
 			check, found := c.explain(i, rec)
 			record(rec, check, found, held)
@@ -212,6 +269,9 @@ func record(rec *recorder, check, found string, held bool) {
 
 // explain names condition i as the config writes it, and what it found.
 func (c *condition) explain(i int, rec *recorder) (check, found string) {
+	if c.cel != nil {
+		return fmt.Sprintf("when[%d] cel %s", i, c.spec.CEL), "the objects (CEL)"
+	}
 	doc, which := rec.obj, ""
 	if c.old {
 		doc, which = rec.old, " (old object)"
@@ -245,7 +305,7 @@ func (r *Rule) InNamespace(ns string) bool {
 func (r *Rule) Paths() []string {
 	var ps []string
 	for _, c := range r.conds {
-		ps = append(ps, c.spec.Path)
+		ps = append(ps, c.paths()...)
 	}
 	ps = append(ps, r.changed...)
 	for _, f := range r.fields {
@@ -263,9 +323,12 @@ func (r *Rule) FieldNames() []string {
 	return names
 }
 
-// Payload builds the payload of the prepared event for r.
-func (r *Rule) Payload(p *payload.Prepared) *event.Payload {
-	return payload.Build(p, r.Name, r.fields)
+// Payload builds the payload of the prepared event for r; transition is what
+// Decide said (for fire: edges, enter and exit).
+func (r *Rule) Payload(p *payload.Prepared, transition string) *event.Payload {
+	pl := payload.Build(p, r.Name, r.fields)
+	pl.Transition = transition
+	return pl
 }
 
 func objectLabels(obj []byte) labels.Set {

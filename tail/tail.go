@@ -182,10 +182,11 @@ func Run(ctx context.Context, client dynamic.Interface, o Options) error {
 	p := NewPrinter(o)
 	red := payload.NewRedactor(config.DefaultRedact())
 	mgr := dyninformer.NewManager(client, func(_ dyninformer.Key, ev *event.Event) {
-		if !rule.Fires(ev, nil) {
+		fires, transition := rule.Decide(ev, nil)
+		if !fires {
 			return
 		}
-		if err := p.Print(rule.Payload(payload.Prepare(red, ev))); err != nil {
+		if err := p.Print(rule.Payload(payload.Prepare(red, ev), transition)); err != nil {
 			o.Logger.Error("write", "err", err)
 		}
 	}, dyninformer.Options{Logger: o.Logger})

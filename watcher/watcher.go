@@ -578,13 +578,14 @@ func (p *pipeline) route(gvr schema.GroupVersionResource, ev *event.Event) []rou
 	var out []routed
 	var prepared *payload.Prepared
 	for _, r := range p.index[gvr] {
-		if !p.fires(r, ev) {
+		fires, transition := p.decide(r, ev)
+		if !fires {
 			continue
 		}
 		if prepared == nil {
 			prepared = p.file.Prepare(ev)
 		}
-		d, err := payload.Delivery(r.Payload(prepared), ev.ObjectKey())
+		d, err := payload.Delivery(r.Payload(prepared, transition), ev.ObjectKey())
 		if err != nil {
 			p.log.Error("encode payload", "id", ev.ID(), "rule", r.Name, "err", err)
 			continue
@@ -603,15 +604,15 @@ func (p *pipeline) route(gvr schema.GroupVersionResource, ev *event.Event) []rou
 	return out
 }
 
-// fires is Rule.Fires, timed and counted when there are metrics.
-func (p *pipeline) fires(r *rules.Rule, ev *event.Event) bool {
+// decide is Rule.Decide, timed and counted when there are metrics.
+func (p *pipeline) decide(r *rules.Rule, ev *event.Event) (bool, string) {
 	if p.metrics == nil {
-		return r.Fires(ev, p.added)
+		return r.Decide(ev, p.added)
 	}
 	start := time.Now()
-	fired := r.Fires(ev, p.added)
+	fired, transition := r.Decide(ev, p.added)
 	p.metrics.Evaluated(r.Name, time.Since(start), fired)
-	return fired
+	return fired, transition
 }
 
 // Halt stops every delivery at once (attempts in flight are aborted): for a

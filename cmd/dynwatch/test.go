@@ -83,7 +83,8 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetEscapeHTML(false) // "<redacted>" reads as written
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(rule.Payload(file.Prepare(ev))); err != nil {
+	_, transition := rule.Decide(ev, nil)
+	if err := enc.Encode(rule.Payload(file.Prepare(ev), transition)); err != nil {
 		return exitFailure
 	}
 	return exitOK

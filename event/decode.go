@@ -1,0 +1,78 @@
+package event
+
+import "encoding/json"
+
+// decoded caches the event's objects decoded from JSON, for the conditions
+// that need them (CEL): decoded once per event however many rules read them.
+type decoded struct {
+	obj, old       any
+	objSrc, oldSrc []byte
+	objOK, oldOK   bool
+	n              int
+	views          [2]*Event // see View
+}
+
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// Decoded returns the event's object and old object decoded from JSON (nil
+// where there is none, or it does not decode). The result is cached on the
+// event, so that every rule that needs it shares one decode; a copy of the
+// event with other objects decodes those. Not safe for concurrent use: an
+// event is evaluated by one goroutine at a time.
+func (e *Event) Decoded() (obj, old any) {
+	if e.dec == nil {
+		e.dec = &decoded{}
+	}
+	d := e.dec
+	if !d.objOK || !sameBytes(d.objSrc, e.Object) {
+		d.obj, d.objSrc, d.objOK = decode(e.Object, &d.n), e.Object, true
+	}
+	if !d.oldOK || !sameBytes(d.oldSrc, e.OldObject) {
+		d.old, d.oldSrc, d.oldOK = decode(e.OldObject, &d.n), e.OldObject, true
+	}
+	return d.obj, d.old
+}
+
+// Decodes returns how many objects of the event were decoded so far, for
+// tests and benchmarks of the one-decode-per-event promise.
+func (e *Event) Decodes() int {
+	if e.dec == nil {
+		return 0
+	}
+	return e.dec.n
+}
+
+func decode(b []byte, n *int) any {
+	if b == nil {
+		return nil
+	}
+	*n++
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return nil
+	}
+	return v
+}
+
+// View returns the event as if its object were the old object (old) or the
+// object (!old) alone, with no old object: what transitions evaluate a rule's
+// conditions on, before and after. Views are cached on the event, so that
+// every rule shares their decodes.
+func (e *Event) View(old bool) *Event {
+	if e.dec == nil {
+		e.dec = &decoded{}
+	}
+	i, doc := 0, e.Object
+	if old {
+		i, doc = 1, e.OldObject
+	}
+	if v := e.dec.views[i]; v != nil && sameBytes(v.Object, doc) {
+		return v
+	}
+	v := &Event{Type: e.Type, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name, UID: e.UID,
+		ResourceVersion: e.ResourceVersion, Object: doc, Time: e.Time}
+	e.dec.views[i] = v
+	return v
+}

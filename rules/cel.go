@@ -1,0 +1,143 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/ext"
+	"k8s.io/apiserver/pkg/cel/library"
+
+	"github.com/dynwatch/dynwatch/event"
+)
+
+// celCostLimit bounds one evaluation (cel-go's cost units: about one per
+// operation and per list element visited), so that a rule over a huge list
+// cannot stall the pipeline. It is the budget Kubernetes gives one
+// validation rule of a CRD.
+const celCostLimit = 1_000_000
+
+// celEnv is the CEL environment of `when: [{cel: …}]`: object and oldObject
+// as dynamic values, with the Kubernetes CEL libraries (lists, quantities,
+// regexes, URLs) and the string extensions that CRD validation rules have.
+var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable("object", cel.DynType),
+		cel.Variable("oldObject", cel.DynType),
+		ext.Strings(),
+		library.Lists(),
+		library.Quantity(),
+		library.Regex(),
+		library.URLs(),
+	)
+})
+
+// celCond is a compiled CEL condition.
+type celCond struct {
+	prg cel.Program
+	// paths are the object paths the expression reads: what restart state
+	// records of each object for it.
+	paths []string
+	// errors counts evaluations that failed (no such key, cost limit, a
+	// non-bool result); they count as false.
+	errors *atomic.Uint64
+}
+
+func compileCEL(expr string, errs *atomic.Uint64) (*celCond, error) {
+	env, err := celEnv()
+	if err != nil {
+		return nil, err
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("CEL: %s", strings.ReplaceAll(iss.Err().Error(), "\n", " "))
+	}
+	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
+		return nil, fmt.Errorf("CEL: the expression must be true or false, but it is of type %s", t)
+	}
+	prg, err := env.Program(ast, cel.CostLimit(celCostLimit), cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		return nil, fmt.Errorf("CEL: %v", err)
+	}
+	c := &celCond{prg: prg, errors: errs}
+	paths := map[string]bool{}
+	celPaths(ast.NativeRep().Expr(), paths)
+	for p := range paths {
+		c.paths = append(c.paths, p)
+	}
+	slices.Sort(c.paths)
+	return c, nil
+}
+
+// holds evaluates the expression on the event's decoded objects; an error
+// (no such key, the cost limit, a result that is not a bool) is false, and
+// counted.
+func (c *celCond) holds(ev *event.Event) bool {
+	obj, old := ev.Decoded()
+	out, _, err := c.prg.Eval(map[string]any{"object": obj, "oldObject": old})
+	if err == nil {
+		if b, ok := out.Value().(bool); ok {
+			return b
+		}
+		err = errors.New("not a bool")
+	}
+	c.errors.Add(1)
+	return false
+}
+
+// celPaths collects the paths that the expression selects from object and
+// oldObject (object.spec.replicas → spec.replicas; an index or a macro ends the
+// path where it starts).
+func celPaths(e celast.Expr, out map[string]bool) {
+	switch e.Kind() {
+	case celast.SelectKind:
+		if p, ok := selectChain(e); ok {
+			out[p] = true
+			return
+		}
+		celPaths(e.AsSelect().Operand(), out)
+	case celast.CallKind:
+		call := e.AsCall()
+		if call.IsMemberFunction() {
+			celPaths(call.Target(), out)
+		}
+		for _, a := range call.Args() {
+			celPaths(a, out)
+		}
+	case celast.ComprehensionKind:
+		c := e.AsComprehension()
+		for _, x := range []celast.Expr{c.IterRange(), c.AccuInit(), c.LoopCondition(), c.LoopStep(), c.Result()} {
+			celPaths(x, out)
+		}
+	case celast.ListKind:
+		for _, x := range e.AsList().Elements() {
+			celPaths(x, out)
+		}
+	case celast.MapKind:
+		for _, en := range e.AsMap().Entries() {
+			celPaths(en.AsMapEntry().Key(), out)
+			celPaths(en.AsMapEntry().Value(), out)
+		}
+	}
+}
+
+// selectChain reads object.a.b.c (or oldObject.…) as the path a.b.c.
+func selectChain(e celast.Expr) (string, bool) {
+	var keys []string
+	for e.Kind() == celast.SelectKind {
+		s := e.AsSelect()
+		keys = append(keys, s.FieldName())
+		e = s.Operand()
+	}
+	if e.Kind() != celast.IdentKind || (e.AsIdent() != "object" && e.AsIdent() != "oldObject") || len(keys) == 0 {
+		return "", false
+	}
+	slices.Reverse(keys)
+	return strings.Join(keys, "."), true
+}
