@@ -157,10 +157,10 @@ type Payload struct {
 	ResourceVersion string                     `json:"resourceVersion"`
 	Fields          map[string]json.RawMessage `json:"fields,omitempty"`
 	// Transition is enter or exit, for rules with fire: edges.
-	Transition string `json:"transition,omitempty"`
-	Changed         []string                   `json:"changed,omitempty"`
-	Object          json.RawMessage            `json:"object"`
-	OldObject       json.RawMessage            `json:"oldObject,omitempty"`
+	Transition string          `json:"transition,omitempty"`
+	Changed    []string        `json:"changed,omitempty"`
+	Object     json.RawMessage `json:"object"`
+	OldObject  json.RawMessage `json:"oldObject,omitempty"`
 }
 
 // TimeFormat is the payload's time format: RFC 3339 in UTC with milliseconds.
