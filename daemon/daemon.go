@@ -86,7 +86,7 @@ func Run(ctx context.Context, o Options) error {
 		o.ConfigCheckInterval = 2 * time.Second
 	}
 	d := &daemon{o: o, log: o.Logger, file: o.File, start: time.Now()}
-	d.metrics = metrics.New(metrics.Sources{Queues: d.queueSamples, Watches: d.watchSamples})
+	d.metrics = metrics.New(metrics.Sources{Queues: d.queueSamples, Watches: d.watchSamples, RuleErrors: d.ruleErrors})
 	stopServer, err := d.serve()
 	if err != nil {
 		d.log.Error("cannot serve metrics and health", "err", err)
@@ -251,6 +251,18 @@ func (d *daemon) queueSamples() []metrics.QueueSample {
 		return w.QueueSamples()
 	}
 	return nil
+}
+
+func (d *daemon) ruleErrors() map[string]uint64 {
+	w := d.current.Load()
+	if w == nil {
+		return nil
+	}
+	out := map[string]uint64{}
+	for _, r := range w.File().Rules {
+		out[r.Name] = r.CELErrors()
+	}
+	return out
 }
 
 func (d *daemon) watchSamples() []metrics.WatchSample {

@@ -35,6 +35,8 @@ type WatchSample struct {
 type Sources struct {
 	Queues  func() []QueueSample
 	Watches func() []WatchSample
+	// RuleErrors gives, per rule, the CEL evaluations that failed so far.
+	RuleErrors func() map[string]uint64
 }
 
 // Metrics holds the series. A nil *Metrics counts nothing, so that code paths
@@ -130,6 +132,7 @@ var (
 	deliveriesDesc = prometheus.NewDesc("dynwatch_deliveries_total", "Delivery attempts by action and result: ok, retry, failed (gave up), dropped (queue full or stopped).", []string{"action", "result"}, nil)
 	depthDesc      = prometheus.NewDesc("dynwatch_queue_depth", "Events queued or in flight in an action's memory queue.", []string{"action"}, nil)
 	syncedDesc     = prometheus.NewDesc("dynwatch_informer_synced", "1 when the watch has listed once, else 0 (still listing, or failing: forbidden, not served).", []string{"resource", "namespace"}, nil)
+	ruleErrorsDesc = prometheus.NewDesc("dynwatch_rule_eval_errors_total", "CEL evaluations that failed (no such key, the cost limit, not a bool) and counted as false.", []string{"rule"}, nil)
 	lastEventDesc  = prometheus.NewDesc("dynwatch_watch_last_event_timestamp_seconds", "When the watch last saw an event or a bookmark.", []string{"resource", "namespace"}, nil)
 )
 
@@ -137,7 +140,7 @@ var (
 type sampled struct{ src Sources }
 
 func (s *sampled) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{deliveriesDesc, depthDesc, syncedDesc, lastEventDesc} {
+	for _, d := range []*prometheus.Desc{deliveriesDesc, depthDesc, syncedDesc, lastEventDesc, ruleErrorsDesc} {
 		ch <- d
 	}
 }
@@ -149,6 +152,11 @@ func (s *sampled) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(deliveriesDesc, prometheus.CounterValue, float64(n), q.Action, result)
 			}
 			ch <- prometheus.MustNewConstMetric(depthDesc, prometheus.GaugeValue, float64(q.Depth), q.Action)
+		}
+	}
+	if s.src.RuleErrors != nil {
+		for rule, n := range s.src.RuleErrors() {
+			ch <- prometheus.MustNewConstMetric(ruleErrorsDesc, prometheus.CounterValue, float64(n), rule)
 		}
 	}
 	if s.src.Watches != nil {

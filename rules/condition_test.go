@@ -123,7 +123,7 @@ func TestOldObjectCondition(t *testing.T) {
 }
 
 // compile loads a config file's content and compiles its rules.
-func compile(t *testing.T, src string) []*Rule {
+func compile(t testing.TB, src string) []*Rule {
 	t.Helper()
 	f, err := config.Parse("t.yaml", []byte(src))
 	if err != nil {

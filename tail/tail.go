@@ -37,7 +37,8 @@ const WhereSyntax = `--where 'PATH OP VALUE' with OP one of == != > >= < <= =~ (
 or 'PATH' (the path exists) or '!PATH' (it does not). VALUE is read as JSON when it parses
 (5, true, "5", null), else as a string. PATH is a gjson path, e.g. spec.replicas or
 metadata.labels.app\.kubernetes\.io/name. Examples: --where 'spec.replicas > 3'
---where 'status.phase == Running' --where '!spec.paused'`
+--where 'status.phase == Running' --where '!spec.paused'. --where-cel takes a CEL expression over
+object and oldObject instead: --where-cel 'object.status.readyReplicas < object.spec.replicas'`
 
 // ParseWhere reads one --where expression into a condition.
 func ParseWhere(expr string) (config.ConditionSpec, error) {

@@ -90,9 +90,15 @@ func TestWhereSemantics(t *testing.T) {
 		{"spec.endpoints.#.port > 80", true},
 		{"spec.endpoints.#.port != 81", false},
 		{"spec.endpoints.#.interval < 10s", true},
+		{"cel: object.spec.replicas > 3 && object.spec.name.startsWith('web')", true},
+		{"cel: object.spec.endpoints.exists(e, e.port == 81)", true},
+		{"cel: object.spec.endpoints.all(e, e.port == 81)", false},
 	}
 	for _, tt := range tests {
 		c, err := ParseWhere(tt.expr)
+		if expr, ok := strings.CutPrefix(tt.expr, "cel: "); ok {
+			c, err = config.ConditionSpec{CEL: expr}, nil // what --where-cel gives
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

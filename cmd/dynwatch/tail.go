@@ -38,7 +38,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 type tailFlags struct {
 	ns, selector, columns, output string
 	all, initial                  bool
-	where                         stringList
+	where, whereCEL               stringList
 }
 
 func (f *tailFlags) register(fs *flag.FlagSet) {
@@ -48,6 +48,7 @@ func (f *tailFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.all, "all-namespaces", false, "all namespaces (same as -A)")
 	fs.StringVar(&f.selector, "l", "", "label selector, e.g. app=web,tier!=cache")
 	fs.Var(&f.where, "where", "filter 'PATH OP VALUE', '!PATH' or 'PATH'; repeatable, all must hold")
+	fs.Var(&f.whereCEL, "where-cel", "filter by a CEL expression over object and oldObject, e.g. 'object.status.readyReplicas < object.spec.replicas'; repeatable")
 	fs.StringVar(&f.columns, "columns", "", "extra table columns NAME=PATH,… (gjson paths); in JSON, payload fields")
 	fs.StringVar(&f.output, "o", "table", "output: table or json")
 	fs.BoolVar(&f.initial, "initial", false, "also print the objects that exist at start (as add)")
@@ -127,6 +128,9 @@ func (f *tailFlags) options(e *env) (tail.Options, error) {
 			return opts, fmt.Errorf("--where: %v\n\n%s", err, tail.WhereSyntax)
 		}
 		opts.Where = append(opts.Where, cond)
+	}
+	for _, expr := range f.whereCEL {
+		opts.Where = append(opts.Where, config.ConditionSpec{CEL: expr})
 	}
 	cols, err := tail.ParseColumns(f.columns)
 	if err != nil {
