@@ -339,10 +339,7 @@ func (m *Manager) newEntry(w Watch) *entry {
 				return nil, err
 			}
 			// Every event and bookmark tells that the watch is alive (/readyz).
-			return watch.Filter(wi, func(ev watch.Event) (watch.Event, bool) {
-				e.seen.Store(m.now().UnixNano())
-				return ev, true
-			}), nil
+			return newTouchWatch(wi, func() { e.seen.Store(m.now().UnixNano()) }), nil
 		},
 	}
 	e.informer = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, m.client), &unstructured.Unstructured{},
@@ -519,4 +516,50 @@ func (m *Manager) NextEpoch() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.sets
+}
+
+// touchWatch passes a watch's events on and calls touch on each (bookmarks
+// included). Unlike watch.Filter, its goroutine ends when Stop is called even
+// if nobody reads any more, so that stopped informers leave nothing behind.
+type touchWatch struct {
+	in    watch.Interface
+	out   chan watch.Event
+	done  chan struct{}
+	once  sync.Once
+	touch func()
+}
+
+func newTouchWatch(in watch.Interface, touch func()) *touchWatch {
+	t := &touchWatch{in: in, out: make(chan watch.Event), done: make(chan struct{}), touch: touch}
+	go t.loop()
+	return t
+}
+
+func (t *touchWatch) ResultChan() <-chan watch.Event { return t.out }
+
+func (t *touchWatch) Stop() {
+	t.once.Do(func() {
+		close(t.done)
+		t.in.Stop()
+	})
+}
+
+func (t *touchWatch) loop() {
+	defer close(t.out)
+	for {
+		select {
+		case <-t.done:
+			return
+		case ev, ok := <-t.in.ResultChan():
+			if !ok {
+				return
+			}
+			t.touch()
+			select {
+			case t.out <- ev:
+			case <-t.done:
+				return
+			}
+		}
+	}
 }
