@@ -16,23 +16,19 @@ func cmdAudit(ctx context.Context, e *env, args []string) int {
 	var kf kubeFlags
 	kf.register(fs)
 	config := fs.String("config", "", "the config file (required)")
-	output := fs.String("o", "table", "output: table or json (one payload per line, type \"audit\")")
+	output := fs.StringP("output", "o", "table", "output: table or json (one payload per line, type \"audit\")")
 	chunk := fs.Int64("chunk-size", 500, "objects per LIST page")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if *config == "" || fs.NArg() > 0 {
-		fmt.Fprintln(e.stderr, "dynwatch audit: --config FILE is required and no arguments are taken")
-		fs.Usage()
-		return exitUsage
+		return usageError(fs, "--config FILE is required and no arguments are taken")
 	}
 	if *output != "table" && *output != "json" {
-		fmt.Fprintf(e.stderr, "dynwatch audit: -o: want table or json, got %q\n", *output)
-		return exitUsage
+		return usageError(fs, "-o: want table or json, got %q", *output)
 	}
 	if *chunk <= 0 {
-		fmt.Fprintln(e.stderr, "dynwatch audit: --chunk-size must be positive")
-		return exitUsage
+		return usageError(fs, "--chunk-size must be positive")
 	}
 	file, code := loadConfig(e.stderr, *config)
 	if file == nil {

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +12,9 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
 )
 
 // Exit codes, as the README lists them.
@@ -54,55 +56,79 @@ func main() {
 }
 
 func cli(ctx context.Context, e *env, args []string) int {
-	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(e.stderr, cmds)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
+	code := exitOK
+	root := &cobra.Command{
+		Use:           "dynwatch",
+		Short:         "watch any Kubernetes resource and turn its changes into actions",
+		Long:          "dynwatch watches any Kubernetes resource — built-in kinds and CRDs — and turns add/update/delete\nevents into actions (JSON log lines, webhooks, commands), as a YAML rule file says.",
+		Version:       version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	for _, c := range cmds {
-		if c.name == args[0] {
-			return c.run(ctx, e, args[1:])
+	root.SuggestionsMinimumDistance = 2
+	root.SetVersionTemplate("dynwatch {{.Version}}\n")
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SetArgs(args)
+	for _, c := range commands() {
+		sub := &cobra.Command{
+			Use:                c.name,
+			Short:              c.short,
+			DisableFlagParsing: true, // each command parses its own flags (pflag: anywhere on the line)
+			SilenceErrors:      true,
+			SilenceUsage:       true,
+			RunE: func(_ *cobra.Command, a []string) error {
+				code = c.run(ctx, e, a)
+				return nil
+			},
 		}
+		sub.SetHelpFunc(func(*cobra.Command, []string) { code = c.run(ctx, e, []string{"--help"}) })
+		if c.name == "tail" {
+			sub.ValidArgsFunction = completeResources
+		}
+		root.AddCommand(sub)
 	}
-	fmt.Fprintf(e.stderr, "dynwatch: unknown command %q\n\n", args[0])
-	usage(e.stderr, cmds)
-	return exitUsage
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(e.stderr, "dynwatch: %s\nRun 'dynwatch --help' for usage.\n", strings.TrimSpace(err.Error()))
+		return exitUsage
+	}
+	return code
 }
 
-func usage(w io.Writer, cmds []command) {
-	fmt.Fprintln(w, "dynwatch watches any Kubernetes resource and turns its changes into actions.")
-	fmt.Fprintln(w, "\nUsage: dynwatch COMMAND [flags]\n\nCommands:")
-	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.short)
-	}
-	fmt.Fprintln(w, "\nRun 'dynwatch COMMAND --help' for a command's flags.")
-}
-
-// flagSet returns a flag set whose errors and help go to e.stderr.
+// flagSet returns a flag set (pflag: flags may stand before or after
+// arguments) whose help goes to stdout and whose errors the command reports.
 func flagSet(e *env, name, synopsis, description string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: dynwatch %s %s\n\n%s\n\nFlags:\n", name, synopsis, description)
+		fmt.Fprintf(e.stdout, "Usage: dynwatch %s %s\n\n%s\n\nFlags:\n", name, synopsis, description)
+		fs.SetOutput(e.stdout)
 		fs.PrintDefaults()
+		fs.SetOutput(e.stderr)
 	}
 	return fs
 }
 
 // parse parses args; ok is false when the command should return code at once
-// (help was asked for, or the flags were wrong).
+// (help was asked for: printed on stdout; or the flags were wrong: the error,
+// and one line pointing to --help, on stderr).
 func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK, false
 	case err != nil:
-		return exitUsage, false
+		return usageError(fs, "%v", err), false
 	}
 	return exitOK, true
+}
+
+// usageError reports a usage error of the command of fs: the error first, then
+// one line pointing to --help, never the whole usage.
+func usageError(fs *flag.FlagSet, format string, args ...any) int {
+	fmt.Fprintf(fs.Output(), "dynwatch %s: %s\nRun 'dynwatch %s --help' for usage.\n", fs.Name(), fmt.Sprintf(format, args...), fs.Name())
+	return exitUsage
 }
 
 // kubeFlags are the standard kubeconfig flags every command takes.
@@ -131,8 +157,11 @@ type logFlags struct {
 	format string
 }
 
-func (l *logFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn or error")
+// register adds --log-level (-v) with level as its default; -v alone means
+// verbose, one level more than the default.
+func (l *logFlags) register(fs *flag.FlagSet, level, verbose string) {
+	fs.StringVarP(&l.level, "log-level", "v", level, "dynwatch's own log level: debug, info, warn or error (-v alone: "+verbose+")")
+	fs.Lookup("log-level").NoOptDefVal = verbose
 	fs.StringVar(&l.format, "log-format", "text", "log format: text or json")
 }
 

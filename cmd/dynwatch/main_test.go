@@ -71,15 +71,17 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 func TestHelpOnEveryCommand(t *testing.T) {
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {
-			code, _, stderr := runCLI(t, c.name, "--help")
-			if code != exitOK {
-				t.Errorf("exit %d, want 0", code)
-			}
-			if !strings.Contains(stderr, "Usage: dynwatch "+c.name) {
-				t.Errorf("help does not show usage:\n%s", stderr)
-			}
-			if !strings.Contains(stderr, "-kubeconfig") || !strings.Contains(stderr, "-context") {
-				t.Errorf("help lacks --kubeconfig or --context:\n%s", stderr)
+			for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {"help", c.name}} {
+				code, stdout, stderr := runCLI(t, args...)
+				if code != exitOK || stderr != "" {
+					t.Errorf("%v: exit %d, want 0; stderr %q", args, code, stderr)
+				}
+				if !strings.Contains(stdout, "Usage: dynwatch "+c.name) {
+					t.Errorf("%v: help on stdout does not show usage:\n%s", args, stdout)
+				}
+				if !strings.Contains(stdout, "--kubeconfig") || !strings.Contains(stdout, "--context") {
+					t.Errorf("%v: help lacks --kubeconfig or --context:\n%s", args, stdout)
+				}
 			}
 		})
 	}
@@ -91,12 +93,12 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no command", nil, "Usage: dynwatch COMMAND"},
 		{"unknown command", []string{"wat"}, `unknown command "wat"`},
+		{"misspelt command", []string{"chek"}, "Did you mean this?\n\tcheck"},
 		{"run without config", []string{"run"}, "--config FILE is required"},
 		{"check without config", []string{"check"}, "--config FILE is required"},
-		{"bad flag", []string{"check", "--nope"}, "flag provided but not defined: -nope"},
-		{"bad output", []string{"resources", "-o", "yaml"}, "want table or json"},
+		{"bad flag", []string{"check", "--nope"}, "unknown flag: --nope"},
+		{"bad output", []string{"resources", "-o", "xml"}, "want table or json"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +109,24 @@ func TestUsageErrors(t *testing.T) {
 			if !strings.Contains(stderr, tt.want) {
 				t.Errorf("stderr lacks %q:\n%s", tt.want, stderr)
 			}
+			// The error first, then one line pointing to --help, not the whole usage.
+			if lines := strings.Split(strings.TrimSpace(stderr), "\n"); !strings.HasPrefix(lines[len(lines)-1], "Run 'dynwatch") || len(lines) > 5 {
+				t.Errorf("a usage error should be the error and one line pointing to --help:\n%s", stderr)
+			}
 		})
+	}
+	// No command: the help, on stdout; --version; flags after the argument.
+	if code, stdout, _ := runCLI(t); code != exitOK || !strings.Contains(stdout, "Available Commands:") {
+		t.Errorf("no command: exit %d\n%s", code, stdout)
+	}
+	if code, stdout, _ := runCLI(t, "--version"); code != exitOK || stdout != "dynwatch "+version+"\n" {
+		t.Errorf("--version: exit %d, %q", code, stdout)
+	}
+	if code, _, stderr := runCLI(t, "resources", "apps", "--kubeconfig", "/nonexistent/kubeconfig"); code == exitOK || !strings.Contains(stderr, "/nonexistent/kubeconfig") {
+		t.Errorf("a flag after the argument was ignored: exit %d, %s", code, stderr)
+	}
+	if code, stdout, _ := runCLI(t, "completion", "bash"); code != exitOK || !strings.Contains(stdout, "bash completion") {
+		t.Errorf("completion bash: exit %d", code)
 	}
 }
 

@@ -18,14 +18,13 @@ func cmdResources(_ context.Context, e *env, args []string) int {
 			"on stderr and the rest are listed.")
 	var kf kubeFlags
 	kf.register(fs)
-	output := fs.String("o", "table", "output format: table or json")
+	output := fs.StringP("output", "o", "table", "output format: table or json")
 	group := fs.String("group", "", "only this API group (\"core\" for the core group; glob patterns allowed)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if *output != "table" && *output != "json" {
-		fmt.Fprintf(e.stderr, "dynwatch resources: -o: want table or json, got %q\n", *output)
-		return exitUsage
+		return usageError(fs, "-o: want table or json, got %q", *output)
 	}
 	c, err := kf.connect()
 	if err != nil {
@@ -44,8 +43,7 @@ func cmdResources(_ context.Context, e *env, args []string) int {
 			want = ""
 		}
 		if _, err := path.Match(want, ""); err != nil {
-			fmt.Fprintf(e.stderr, "dynwatch resources: --group: bad glob pattern %q\n", *group)
-			return exitUsage
+			return usageError(fs, "--group: bad glob pattern %q", *group)
 		}
 		list = nil
 		for _, r := range cat.Resources {

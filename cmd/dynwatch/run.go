@@ -26,7 +26,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	var kf kubeFlags
 	var lf logFlags
 	kf.register(fs)
-	lf.register(fs)
+	lf.register(fs, "info", "debug")
 	config := fs.String("config", "", "the config file (required); reloaded on SIGHUP and when its content changes")
 	reloadEvery := fs.Duration("config-check-interval", 2*time.Second, "how often the config file is checked for changes")
 	resetState := fs.Bool("reset-state", false, "discard the state file of state.path (saying how much it held) and start over")
@@ -34,14 +34,11 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	if *config == "" || fs.NArg() > 0 {
-		fmt.Fprintln(e.stderr, "dynwatch run: --config FILE is required and no arguments are taken")
-		fs.Usage()
-		return exitUsage
+		return usageError(fs, "--config FILE is required and no arguments are taken")
 	}
 	log, err := lf.logger(e.stderr)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "dynwatch run:", err)
-		return exitUsage
+		return usageError(fs, "%v", err)
 	}
 	klog.SetSlogLogger(log)
 	file, code := loadConfig(e.stderr, *config)
@@ -106,9 +103,7 @@ func cmdCheck(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	if *config == "" || fs.NArg() > 0 {
-		fmt.Fprintln(e.stderr, "dynwatch check: --config FILE is required and no arguments are taken")
-		fs.Usage()
-		return exitUsage
+		return usageError(fs, "--config FILE is required and no arguments are taken")
 	}
 	file, code := loadConfig(e.stderr, *config)
 	if file == nil {
@@ -161,9 +156,7 @@ func cmdRBAC(_ context.Context, e *env, args []string) int {
 		ns, name = n, s
 	}
 	if *config == "" || fs.NArg() > 0 || ns == "" || name == "" {
-		fmt.Fprintln(e.stderr, "dynwatch rbac: --config FILE is required, --namespace and --service-account must not be empty, and no arguments are taken")
-		fs.Usage()
-		return exitUsage
+		return usageError(fs, "--config FILE is required, --namespace and --service-account must not be empty, and no arguments are taken")
 	}
 	file, code := loadConfig(e.stderr, *config)
 	if file == nil {

@@ -3,9 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/discovery"
@@ -17,22 +18,7 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ", ") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-// parseInterleaved parses flags that may come before, between or after the
-// positional arguments, as kubectl users write them, and returns the positionals.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, int, bool) {
-	var pos []string
-	for {
-		if code, ok := parse(fs, args); !ok {
-			return nil, code, false
-		}
-		if fs.NArg() == 0 {
-			return pos, exitOK, true
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
+func (s *stringList) Type() string       { return "stringArray" }
 
 // tailFlags are tail's own flags.
 type tailFlags struct {
@@ -42,15 +28,13 @@ type tailFlags struct {
 }
 
 func (f *tailFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.ns, "n", "", "namespace (default: the kubeconfig context's namespace)")
-	fs.StringVar(&f.ns, "namespace", "", "namespace (same as -n)")
-	fs.BoolVar(&f.all, "A", false, "all namespaces")
-	fs.BoolVar(&f.all, "all-namespaces", false, "all namespaces (same as -A)")
-	fs.StringVar(&f.selector, "l", "", "label selector, e.g. app=web,tier!=cache")
+	fs.StringVarP(&f.ns, "namespace", "n", "", "namespace (default: the kubeconfig context's namespace)")
+	fs.BoolVarP(&f.all, "all-namespaces", "A", false, "all namespaces")
+	fs.StringVarP(&f.selector, "selector", "l", "", "label selector, e.g. app=web,tier!=cache")
 	fs.Var(&f.where, "where", "filter 'PATH OP VALUE', '!PATH' or 'PATH'; repeatable, all must hold")
 	fs.Var(&f.whereCEL, "where-cel", "filter by a CEL expression over object and oldObject, e.g. 'object.status.readyReplicas < object.spec.replicas'; repeatable")
 	fs.StringVar(&f.columns, "columns", "", "extra table columns NAME=PATH,… (gjson paths); in JSON, payload fields")
-	fs.StringVar(&f.output, "o", "table", "output: table or json")
+	fs.StringVarP(&f.output, "output", "o", "table", "output: table, wide, json, yaml or name")
 	fs.BoolVar(&f.initial, "initial", false, "also print the objects that exist at start (as add)")
 }
 
@@ -63,19 +47,17 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 	var lf logFlags
 	var tf tailFlags
 	kf.register(fs)
-	lf.register(fs)
+	lf.register(fs, "warn", "info")
 	tf.register(fs)
-	pos, code, ok := parseInterleaved(fs, args)
-	if !ok {
+	if code, ok := parse(fs, args); !ok {
 		return code
 	}
+	pos := fs.Args()
 	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "dynwatch tail: "+format+"\n", a...)
-		return exitUsage
+		return usageError(fs, format, a...)
 	}
 	if len(pos) != 1 {
-		fs.Usage()
-		return usageErr("give the resources as one argument, comma-separated (e.g. deployments,widgets.example.com)")
+		return usageError(fs, "give the resources as one argument, comma-separated (e.g. deployments,widgets.example.com)")
 	}
 	opts, err := tf.options(e)
 	if err != nil {

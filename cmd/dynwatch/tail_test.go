@@ -111,7 +111,7 @@ func TestTailBuiltinAndCRD(t *testing.T) {
 
 	for _, names := range []string{"configmaps,gadgets", "ConfigMap,Gadget", "cm,gd", "configmap,gadgets.tail.example.com"} {
 		t.Run(names, func(t *testing.T) {
-			out, stderr, stop := background(t, "tail", names, "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "json",
+			out, stderr, stop := background(t, "tail", "-v", names, "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "json",
 				"--where", "metadata.labels.pick == yes", "--columns", "size=spec.size,dsize=data.size")
 			// Objects that exist before the informers have listed are not printed.
 			waitOutput(t, stderr, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
@@ -160,7 +160,7 @@ func TestTailBuiltinAndCRD(t *testing.T) {
 
 func TestTailWhereTyped(t *testing.T) {
 	d, ns := setupTail(t)
-	out, stderr, stop := background(t, "tail", "gadgets", "-n", ns, "--kubeconfig", cp.Kubeconfig,
+	out, stderr, stop := background(t, "tail", "-v", "gadgets", "-n", ns, "--kubeconfig", cp.Kubeconfig,
 		"--where", "spec.size > 5", "--where", "spec.tier =~ gold|silver", "--columns", "size=spec.size,tier=spec.tier")
 	waitOutput(t, stderr, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
 	for name, spec := range map[string]map[string]any{
@@ -227,8 +227,8 @@ func TestTailInitial(t *testing.T) {
 	if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, "existing", map[string]any{"size": int64(1)}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	with, _, stopWith := background(t, "tail", "gd", "-n", ns, "--kubeconfig", cp.Kubeconfig, "--initial")
-	without, withoutErr, stopWithout := background(t, "tail", "gd", "-n", ns, "--kubeconfig", cp.Kubeconfig)
+	with, _, stopWith := background(t, "tail", "-v", "gd", "-n", ns, "--kubeconfig", cp.Kubeconfig, "--initial")
+	without, withoutErr, stopWithout := background(t, "tail", "-v", "gd", "-n", ns, "--kubeconfig", cp.Kubeconfig)
 	waitOutput(t, with, "the existing object", func(s string) bool { return strings.Contains(s, "existing") })
 	waitOutput(t, withoutErr, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
 	time.Sleep(200 * time.Millisecond)
@@ -243,7 +243,7 @@ func TestTailInitial(t *testing.T) {
 func TestTailLabelsAllNamespaces(t *testing.T) {
 	d, ns := setupTail(t)
 	_, other := setupTail(t)
-	out, stderr, stop := background(t, "tail", "gadgets.tail.example.com", "-A", "-l", "team in (a,b),!skip", "--kubeconfig", cp.Kubeconfig)
+	out, stderr, stop := background(t, "tail", "-v", "gadgets.tail.example.com", "-A", "-l", "team in (a,b),!skip", "--kubeconfig", cp.Kubeconfig)
 	waitOutput(t, stderr, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
 	for _, o := range []struct {
 		ns, name string

@@ -33,12 +33,10 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 		return code
 	}
 	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "dynwatch test: "+format+"\n", a...)
-		return exitUsage
+		return usageError(fs, format, a...)
 	}
 	if *config == "" || *ruleName == "" || *newFile == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return usageErr("--config, --rule and --new are required and no arguments are taken")
+		return usageError(fs, "--config, --rule and --new are required and no arguments are taken")
 	}
 	file, code := loadConfig(e.stderr, *config)
 	if file == nil {
