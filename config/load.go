@@ -53,7 +53,8 @@ func Parse(name string, data []byte) (*File, error) {
 	d := &decoder{file: name, lines: map[string]int{}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, Problems{{File: name, Line: yamlErrLine(err), Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+		line, msg := yamlError(err)
+		return nil, Problems{{File: name, Line: line, Msg: msg}}
 	}
 	if len(doc.Content) == 0 {
 		return nil, Problems{{File: name, Msg: "the file is empty"}}
@@ -76,16 +77,25 @@ func (ps Problems) Sorted() Problems {
 	return ps
 }
 
-var yamlLineRE = regexp.MustCompile(`line (\d+)`)
+var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
 
-func yamlErrLine(err error) int {
+// yamlError returns the line of a YAML syntax error and its message without
+// the line (said once, in the FILE:LINE prefix). The parser places "did not
+// find expected ..." one line before the line that opened the unclosed flow
+// collection; that line is the one to report.
+func yamlError(err error) (int, string) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	m := yamlLineRE.FindStringSubmatch(err.Error())
 	if m == nil {
-		return 0
+		return 0, msg
 	}
 	var n int
 	fmt.Sscan(m[1], &n)
-	return n
+	msg = strings.TrimPrefix(err.Error()[len(m[0]):], "yaml: ")
+	if strings.Contains(msg, "did not find expected") {
+		n++
+	}
+	return n, msg
 }
 
 // validator collects the problems that types find in themselves.

@@ -64,12 +64,12 @@ func cmdAudit(ctx context.Context, e *env, args []string) int {
 	for key, lerr := range res.Failed {
 		fmt.Fprintf(e.stderr, "dynwatch audit: cannot list %s: %v\n", key, lerr)
 	}
-	if len(res.Failed) > 0 {
-		fmt.Fprintln(e.stderr, "dynwatch audit: some resources could not be listed: the audit is incomplete")
-		return exitFailure
-	}
 	if len(res.Findings) > 0 {
 		return exitFailure
+	}
+	if len(res.Failed) > 0 {
+		fmt.Fprintln(e.stderr, "dynwatch audit: some resources could not be listed: the audit is incomplete (exit 3)")
+		return exitIncomplete
 	}
 	if *output == "table" {
 		fmt.Fprintln(e.stderr, "dynwatch audit: no rule matched")

@@ -182,3 +182,35 @@ rules:
 		}
 	}
 }
+
+// audit exits 3 when a selected resource could not be listed and nothing
+// matched in the rest, 1 when something matched anyway.
+func TestAuditIncompleteExitsThree(t *testing.T) {
+	if err := cp.GrantListWatch(t.Context(), "audit-cm-reader", cmOnlyUser, "", "configmaps"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig, cmOnlyToken); err != nil {
+		t.Fatal(err)
+	}
+	nothing := writeConfig(t, dir, `apiVersion: dynwatch/v1alpha1
+actions: [{name: out, log: {}}]
+rules:
+  - {name: cms, resources: [{group: "", resource: configmaps}], when: [{path: data.nothing-has-this, op: exists}], actions: [out]}
+  - {name: secrets, resources: [{group: "", resource: secrets}], actions: [out]}
+`)
+	code, _, stderr := runCLI(t, "audit", "--config", nothing, "--kubeconfig", kubeconfig)
+	if code != exitIncomplete || !strings.Contains(stderr, "cannot list secrets") {
+		t.Errorf("incomplete audit: exit %d, want 3\n%s", code, stderr)
+	}
+	matches := writeConfig(t, t.TempDir(), `apiVersion: dynwatch/v1alpha1
+actions: [{name: out, log: {}}]
+rules:
+  - {name: cms, resources: [{group: "", resource: configmaps}], actions: [out]}
+  - {name: secrets, resources: [{group: "", resource: secrets}], actions: [out]}
+`)
+	if code, _, _ := runCLI(t, "audit", "--config", matches, "--kubeconfig", kubeconfig); code != exitFailure {
+		t.Errorf("an incomplete audit that matched: exit %d, want 1", code)
+	}
+}

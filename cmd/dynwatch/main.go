@@ -22,6 +22,9 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // findings, or a failure at run time
 	exitUsage   = 2 // bad usage or an invalid config
+	// exitIncomplete: audit could not list some selected resource and found
+	// nothing in the rest.
+	exitIncomplete = 3
 )
 
 // env is what a command reads and writes, so that tests can run commands in process.
