@@ -71,6 +71,9 @@ var operators = []Operator{
 	{Name: "contains", Arity: OneValue, OnList: WholeList, Compile: contains},
 }
 
+// Table returns the operator table's rows, in order.
+func Table() []Operator { return slices.Clone(operators) }
+
 // Operators returns the names of every `when` operator, in table order.
 func Operators() []string {
 	names := make([]string, len(operators))

@@ -36,17 +36,21 @@ const RuleName = "tail"
 const WhereSyntax = `--where 'PATH OP VALUE' with OP one of == != > >= < <= =~ (an RE2 regexp matching the whole value),
 or 'PATH' (the path exists) or '!PATH' (it does not). VALUE is read as JSON when it parses
 (5, true, "5", null), else as a string. PATH is a gjson path, e.g. spec.replicas or
-metadata.labels.app\.kubernetes\.io/name. Examples: --where 'spec.replicas > 3'
+metadata.labels.app\.kubernetes\.io/name. The config's spelled operators work too (spec.replicas gt 3,
+metadata.name matches web-.*, spec.paused notExists). Examples: --where 'spec.replicas > 3'
 --where 'status.phase == Running' --where '!spec.paused'. --where-cel takes a CEL expression over
 object and oldObject instead: --where-cel 'object.status.readyReplicas < object.spec.replicas'`
 
 // ParseWhere reads one --where expression into a condition.
 func ParseWhere(expr string) (config.ConditionSpec, error) {
 	expr = strings.TrimSpace(expr)
+	if cs, ok, err := parseSpelled(expr); ok || err != nil {
+		return cs, err
+	}
 	o, at := findOperator(expr)
 	if o == nil {
-		if strings.ContainsAny(expr, " \t") || expr == "" || expr == "!" {
-			return config.ConditionSpec{}, fmt.Errorf("cannot read %q: no operator", expr)
+		if hasSpace(expr) || expr == "" || expr == "!" {
+			return config.ConditionSpec{}, fmt.Errorf("cannot read %q: no operator (want PATH OP VALUE with OP one of %s)", expr, operatorList())
 		}
 		if p, ok := strings.CutPrefix(expr, "!"); ok {
 			return config.ConditionSpec{Path: p, Op: "notExists"}, nil
@@ -55,10 +59,88 @@ func ParseWhere(expr string) (config.ConditionSpec, error) {
 	}
 	path := strings.TrimSpace(expr[:at])
 	raw := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(expr[at:]), o.Symbol))
-	if path == "" || raw == "" {
+	switch {
+	case path == "" || raw == "":
 		return config.ConditionSpec{}, fmt.Errorf("cannot read %q: want PATH %s VALUE", expr, o.Symbol)
+	case hasSpace(path):
+		// "spec.size => 3": what follows the path is not an operator.
+		head, _, _ := cutSpace(path)
+		bad, _, _ := strings.Cut(strings.TrimSpace(expr[len(head):]), " ")
+		return config.ConditionSpec{}, fmt.Errorf("cannot read %q: after the path %q comes %q, which is not an operator (want one of %s)",
+			expr, head, bad, operatorList())
 	}
 	return config.ConditionSpec{Path: path, Op: o.Name, Value: config.Value{Node: valueNode(raw, o.Name == "matches")}}, nil
+}
+
+// parseSpelled reads the config's spelled operators: PATH gt 3, PATH matches
+// RE, PATH exists. ok is false when expr is not of that form.
+func parseSpelled(expr string) (cs config.ConditionSpec, ok bool, err error) {
+	path, rest, found := cutSpace(expr)
+	if !found {
+		return cs, false, nil
+	}
+	name, raw, _ := strings.Cut(strings.TrimSpace(rest), " ")
+	raw = strings.TrimSpace(raw)
+	var op *rules.Operator
+	for _, o := range rules.Table() {
+		if o.Name == name {
+			op = &o
+		}
+	}
+	switch {
+	case op == nil:
+		return cs, false, nil
+	case op.Arity == rules.NoValue && raw != "":
+		return cs, true, fmt.Errorf("cannot read %q: %s takes no value", expr, name)
+	case op.Arity == rules.NoValue:
+		return config.ConditionSpec{Path: path, Op: name}, true, nil
+	case raw == "":
+		return cs, true, fmt.Errorf("cannot read %q: want PATH %s VALUE", expr, name)
+	case op.Arity == rules.ListValue:
+		var n yaml.Node
+		if yaml.Unmarshal([]byte(raw), &n) != nil || len(n.Content) != 1 {
+			return cs, true, fmt.Errorf("cannot read %q: %s needs a list such as [a, b]", expr, name)
+		}
+		return config.ConditionSpec{Path: path, Op: name, Value: config.Value{Node: n.Content[0]}}, true, nil
+	}
+	return config.ConditionSpec{Path: path, Op: name, Value: config.Value{Node: valueNode(raw, name == "matches")}}, true, nil
+}
+
+// operatorList names every operator --where takes: symbols and spelled names.
+func operatorList() string {
+	var out []string
+	for _, o := range rules.Symbols() {
+		out = append(out, o.Symbol)
+	}
+	return strings.Join(out, " ") + ", or spelled: " + strings.Join(rules.Operators(), ", ")
+}
+
+// hasSpace reports white space outside brackets and quotes.
+func hasSpace(s string) bool {
+	_, _, found := cutSpace(s)
+	return found
+}
+
+// cutSpace cuts s at its first white space outside brackets and quotes.
+func cutSpace(s string) (before, after string, found bool) {
+	depth, quoted := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			i++
+		case quoted:
+			quoted = c != '"'
+		case c == '"' && depth > 0:
+			quoted = true
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			depth--
+		case depth == 0 && (c == ' ' || c == '\t'):
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
 }
 
 // findOperator finds the first operator symbol that stands outside brackets,

@@ -34,6 +34,11 @@ func TestParseWhere(t *testing.T) {
 		{`metadata.labels.app\.kubernetes\.io/name == web`, `metadata.labels.app\.kubernetes\.io/name`, "eq", "web", "!!str"},
 		{"spec.paused", "spec.paused", "exists", "", ""},
 		{"!spec.paused", "spec.paused", "notExists", "", ""},
+		// The config's spelled operators.
+		{"spec.size gt 3", "spec.size", "gt", "3", "!!int"},
+		{"metadata.name matches web-.*", "metadata.name", "matches", "web-.*", "!!str"},
+		{"spec.paused notExists", "spec.paused", "notExists", "", ""},
+		{"status.phase in [Running, Pending]", "status.phase", "in", "", ""},
 		// An operator inside a gjson query is part of the path.
 		{`spec.endpoints.#(interval=="7s")`, `spec.endpoints.#(interval=="7s")`, "exists", "", ""},
 		{`spec.endpoints.#(interval>="7s").port == 80`, `spec.endpoints.#(interval>="7s").port`, "eq", "80", "!!int"},
@@ -47,6 +52,9 @@ func TestParseWhere(t *testing.T) {
 			}
 			if c.Path != tt.path || c.Op != tt.op {
 				t.Errorf("got path %q op %q, want %q %q", c.Path, c.Op, tt.path, tt.op)
+			}
+			if tt.value == "" && tt.op == "in" {
+				return
 			}
 			if tt.value == "" {
 				if c.Value.IsSet() {
@@ -175,5 +183,20 @@ func TestTableGolden(t *testing.T) {
 	}
 	if strings.Count(out.String(), "\n") != 5 {
 		t.Errorf("want a header and 4 rows:\n%s", out.String())
+	}
+}
+
+// --where is strict: a path, one operator, a value; errors list the operators.
+func TestParseWhereErrors(t *testing.T) {
+	for _, tc := range []struct{ expr, want string }{
+		{"spec.size => 3", `after the path "spec.size" comes "=>", which is not an operator`},
+		{"spec.size foo 3", "no operator (want PATH OP VALUE with OP one of == != >= <= =~ > <, or spelled: exists, notExists, eq"},
+		{"spec.size exists 3", "exists takes no value"},
+		{"spec.size ==", "want PATH == VALUE"},
+	} {
+		_, err := ParseWhere(tc.expr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.expr, err, tc.want)
+		}
 	}
 }

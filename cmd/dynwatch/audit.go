@@ -11,8 +11,9 @@ import (
 func cmdAudit(ctx context.Context, e *env, args []string) int {
 	fs := flagSet(e, "audit", "--config FILE [-o table|json] [--chunk-size N]",
 		"Lists the current objects of every rule's resources once (a page at a time), evaluates each rule's\n"+
-			"namespaces, labelSelector and when on them, and prints the matches. Exits 1 when anything matched\n"+
-			"or a resource could not be listed, 0 when nothing matched, 2 on bad usage or an invalid config.")
+			"namespaces, labelSelector and when on them, and prints the matches. Exits 1 when anything matched,\n"+
+			"else 3 when a resource could not be listed (the audit is incomplete), else 0; 2 on bad usage or an\n"+
+			"invalid config.")
 	var kf kubeFlags
 	kf.register(fs)
 	config := fs.String("config", "", "the config file (required)")

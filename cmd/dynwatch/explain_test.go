@@ -115,3 +115,21 @@ func TestTestCommandOnCRDShapes(t *testing.T) {
 		})
 	}
 }
+
+// tail's filter errors speak in flag terms, before anything connects.
+func TestTailErrorsInFlagTerms(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--columns", "size=.spec.size"}, `--columns size=.spec.size: path ".spec.size" has an empty component`},
+		{[]string{"--where", `spec.x =~ \Qfoo`}, `--where "spec.x =~ \\Qfoo": bad regular expression`},
+		{[]string{"--where-cel", "object.spec.x +"}, `--where-cel "object.spec.x +": CEL:`},
+		{[]string{"--where", "spec.size => 3"}, `after the path "spec.size" comes "=>", which is not an operator`},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"tail", "cm", "--kubeconfig", "/nonexistent"}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d\n%s", tc.args, code, stderr)
+		}
+	}
+}

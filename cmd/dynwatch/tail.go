@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	flag "github.com/spf13/pflag"
@@ -124,7 +125,7 @@ func (f *tailFlags) options(e *env) (tail.Options, error) {
 		if errors.As(err, &ps) {
 			var msgs []string
 			for _, p := range ps {
-				msgs = append(msgs, strings.TrimPrefix(p.Path, ".")+": "+p.Msg)
+				msgs = append(msgs, f.flagTerms(p)+": "+p.Msg)
 			}
 			err = errors.New(strings.Join(msgs, "; "))
 		}
@@ -159,4 +160,33 @@ func findResources(e *env, cat *discovery.Catalog, names string, opts *tail.Opti
 		}
 	}
 	return nil
+}
+
+// flagTerms names the flag a problem of the rule tail compiles comes from:
+// --where or --where-cel with the expression, --columns with the column, -l.
+func (f *tailFlags) flagTerms(p config.Problem) string {
+	path := strings.TrimPrefix(p.Path, ".")
+	exprs := append(slices.Clone(f.where), f.whereCEL...)
+	switch {
+	case strings.HasPrefix(path, "fields."):
+		name := strings.TrimPrefix(path, "fields.")
+		for _, part := range strings.Split(f.columns, ",") {
+			if n, _, _ := strings.Cut(strings.TrimSpace(part), "="); n == name {
+				return "--columns " + strings.TrimSpace(part)
+			}
+		}
+		return "--columns " + name
+	case strings.HasPrefix(path, "when["):
+		var i int
+		if _, err := fmt.Sscanf(path, "when[%d]", &i); err == nil && i < len(exprs) {
+			flagName := "--where"
+			if i >= len(f.where) {
+				flagName = "--where-cel"
+			}
+			return fmt.Sprintf("%s %q", flagName, exprs[i])
+		}
+	case path == "labelSelector":
+		return "-l " + f.selector
+	}
+	return path
 }
