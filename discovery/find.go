@@ -106,3 +106,35 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// MatchesObject reports, offline, whether s selects an object of this group,
+// version and kind: as Matches does, but without discovery, so the plural a
+// resource pattern is matched against is guessed from the kind (Deployment →
+// deployments, Ingress → ingresses, NetworkPolicy → networkpolicies) and an
+// empty version matches any.
+func (s Selector) MatchesObject(group, version, kind string) bool {
+	if s.GroupSet && !globMatch(s.Group, group) {
+		return false
+	}
+	if s.Version != "" && !globMatch(s.Version, version) {
+		return false
+	}
+	if s.Kind != "" && !globMatch(s.Kind, kind) {
+		return false
+	}
+	return s.Resource == "" || globMatch(s.Resource, Plural(kind))
+}
+
+// Plural guesses a kind's resource name the way most APIs spell it.
+func Plural(kind string) string {
+	k := strings.ToLower(kind)
+	switch {
+	case k == "":
+		return ""
+	case strings.HasSuffix(k, "s"), strings.HasSuffix(k, "x"), strings.HasSuffix(k, "ch"), strings.HasSuffix(k, "sh"):
+		return k + "es"
+	case strings.HasSuffix(k, "y") && len(k) > 1 && !strings.ContainsRune("aeiou", rune(k[len(k)-2])):
+		return k[:len(k)-1] + "ies"
+	}
+	return k + "s"
+}

@@ -206,7 +206,9 @@ func (r *Rule) onAllows(ev *event.Event, rec *recorder) bool {
 func (r *Rule) holds(ev *event.Event, rec *recorder) bool {
 	ok := true
 	if r.Namespaces != nil {
-		held := r.InNamespace(ev.Namespace)
+		// A namespaced object without a namespace (an object file written
+		// without one) is in none of the rule's namespaces.
+		held := r.InNamespace(ev.Namespace) && (ev.Namespace != "" || !ev.Resource.Namespaced)
 		record(rec, "namespaces ["+strings.Join(r.Namespaces, ", ")+"]", fmt.Sprintf("%q", ev.Namespace), held)
 		if ok = held; !ok && rec == nil {
 			return false
@@ -288,6 +290,18 @@ func (c *condition) explain(i int, rec *recorder) (check, found string) {
 		check += " " + v
 	}
 	return check, found
+}
+
+// SelectsObject reports, offline, whether one of the rule's selectors selects
+// an object of res (group, version, kind; the plural guessed from the kind),
+// for `dynwatch test`, which has no discovery; run selects through discovery.
+func (r *Rule) SelectsObject(res event.Resource) bool {
+	for _, s := range r.Selectors {
+		if s.MatchesObject(res.Group, res.Version, res.Kind) {
+			return true
+		}
+	}
+	return false
 }
 
 // InNamespace reports whether the rule covers objects in ns; cluster-scoped

@@ -25,11 +25,11 @@ func TestExplainAgreesWithFires(t *testing.T) {
 	for _, pattern := range []string{"testdata/deploy-*.json", "testdata/deploy-*.yaml"} {
 		names, _ := filepath.Glob(pattern)
 		for _, name := range names {
-			b, err := readObject(name)
+			bs, err := readObjects(name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			objs = append(objs, b)
+			objs = append(objs, bs...)
 		}
 	}
 	if len(objs) < 3 {
@@ -131,5 +131,24 @@ func TestTailErrorsInFlagTerms(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d\n%s", tc.args, code, stderr)
 		}
+	}
+}
+
+// test evaluates as run does: the rule's resources, a missing namespace, every
+// document of a file and every item of a List.
+func TestTestCommandIsExact(t *testing.T) {
+	run := func(file string) (int, string) {
+		code, stdout, stderr := runCLI(t, "test", "--config", "testdata/exact-rules.yaml", "--rule", "big", "--new", file, "--explain")
+		return code, stdout + stderr
+	}
+	if code, out := run("testdata/configmap-big.yaml"); code != exitFailure || !strings.Contains(out, "rule big does not select ConfigMap objects") {
+		t.Errorf("a ConfigMap against a Deployment rule: exit %d\n%s", code, out)
+	}
+	if code, out := run("testdata/deploy-no-namespace.yaml"); code != exitFailure || !strings.Contains(out, `namespaces [prod]                                  found "": does NOT hold`) {
+		t.Errorf("a Deployment without a namespace: exit %d\n%s", code, out)
+	}
+	code, out := run("testdata/multi.yaml")
+	if code != exitFailure || strings.Count(out, "--- object") != 3 || strings.Count(out, "fires on this add") != 2 || !strings.Contains(out, "rule big does not fire on this add") {
+		t.Errorf("three objects, two firing: exit %d\n%s", code, out)
 	}
 }

@@ -12,7 +12,9 @@ import (
 	"github.com/tidwall/gjson"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/rules"
 )
 
@@ -50,21 +52,42 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 		}
 		return usageErr("no rule %q in %s (it has: %s)", *ruleName, *config, strings.Join(names, ", "))
 	}
-	obj, err := readObject(*newFile)
+	objs, err := readObjects(*newFile)
 	if err != nil {
 		return usageErr("--new: %v", err)
 	}
-	typ, old := event.Add, []byte(nil)
+	var olds [][]byte
 	if *oldFile != "" {
-		if old, err = readObject(*oldFile); err != nil {
+		if olds, err = readObjects(*oldFile); err != nil {
 			return usageErr("--old: %v", err)
 		}
-		typ = event.Update
+		if len(olds) != len(objs) {
+			return usageErr("--old holds %d objects and --new %d: they pair up in order", len(olds), len(objs))
+		}
 	}
-	ev := event.New(typ, resourceOf(obj, rule), obj, old, time.Now())
+	code = exitOK
+	for i, obj := range objs {
+		typ, old := event.Add, []byte(nil)
+		if olds != nil {
+			typ, old = event.Update, olds[i]
+		}
+		if len(objs) > 1 {
+			fmt.Fprintf(e.stdout, "--- object %d of %d: %s %s\n", i+1, len(objs), gjson.GetBytes(obj, "kind").Str, gjson.GetBytes(obj, "metadata.name").Str)
+		}
+		if !testOne(e, file, rule, event.New(typ, resourceOf(obj, rule), obj, old, time.Now()), *explain) {
+			code = exitFailure
+		}
+	}
+	return code
+}
 
+// testOne evaluates the rule on one event as run would, prints the verdict
+// (and with explain each check), and the payload when it fires.
+func testOne(e *env, file *plan.File, rule *rules.Rule, ev *event.Event, explain bool) bool {
+	selected := rule.SelectsObject(ev.Resource)
 	fires, steps := rule.Explain(ev, nil, file.Redactor)
-	if *explain {
+	if explain {
+		steps = append([]rules.Step{{Check: "resources", Found: fmt.Sprintf("%s (group %q, version %s)", ev.Resource.Kind, ev.Resource.Group, ev.Resource.Version), Held: selected}}, steps...)
 		for _, s := range steps {
 			verdict := "holds"
 			if !s.Held {
@@ -73,54 +96,103 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 			fmt.Fprintf(e.stdout, "%-50s found %s: %s\n", s.Check, s.Found, verdict)
 		}
 	}
+	if !selected {
+		fmt.Fprintf(e.stdout, "rule %s does not select %s objects (group %q): it does not fire\n", rule.Name, ev.Resource.Kind, ev.Resource.Group)
+		return false
+	}
 	if !fires {
 		fmt.Fprintf(e.stdout, "rule %s does not fire on this %s\n", rule.Name, ev.Type)
-		return exitFailure
+		return false
 	}
 	fmt.Fprintf(e.stdout, "rule %s fires on this %s; payload:\n", rule.Name, ev.Type)
 	enc := json.NewEncoder(e.stdout)
 	enc.SetEscapeHTML(false) // "<redacted>" reads as written
 	enc.SetIndent("", "  ")
 	_, transition := rule.Decide(ev, nil)
-	if err := enc.Encode(rule.Payload(file.Prepare(ev), transition)); err != nil {
-		return exitFailure
-	}
-	return exitOK
+	return enc.Encode(rule.Payload(file.Prepare(ev), transition)) == nil
 }
 
-// readObject reads a JSON or YAML object file as JSON.
-func readObject(path string) ([]byte, error) {
+// readObjects reads the objects of a JSON or YAML file: each document of a
+// multi-document file, and each item of a kind: List, as compact JSON.
+func readObjects(path string) ([][]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	b, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	var out [][]byte
+	for _, doc := range splitDocuments(data) {
+		b, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if t := bytes.TrimSpace(b); len(t) == 0 || string(t) == "null" {
+			continue
+		}
+		if !bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
+			return nil, fmt.Errorf("%s: want objects (mappings), not a list or a value", path)
+		}
+		if items := gjson.GetBytes(b, "items"); strings.HasSuffix(gjson.GetBytes(b, "kind").Str, "List") && items.IsArray() {
+			items.ForEach(func(_, it gjson.Result) bool {
+				out = append(out, compact([]byte(it.Raw)))
+				return true
+			})
+			continue
+		}
+		out = append(out, compact(b))
 	}
-	if !bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
-		return nil, fmt.Errorf("%s: want one object (a mapping), not a list or a value", path)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: holds no object", path)
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, b); err != nil {
-		return nil, err
-	}
-	return compact.Bytes(), nil
+	return out, nil
 }
 
+// splitDocuments splits a YAML stream at its "---" lines.
+func splitDocuments(data []byte) [][]byte {
+	var docs [][]byte
+	var cur []byte
+	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if t := bytes.TrimRight(line, " \t\r\n"); string(t) == "---" || bytes.HasPrefix(t, []byte("--- ")) {
+			docs = append(docs, cur)
+			cur = nil
+			continue
+		}
+		cur = append(cur, line...)
+	}
+	return append(docs, cur)
+}
+
+func compact(b []byte) []byte {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return b
+	}
+	return buf.Bytes()
+}
+
+// clusterScoped are the built-in kinds without a namespace; any other kind is
+// taken to be namespaced, as most are.
+var clusterScoped = map[string]bool{"Namespace": true, "Node": true, "PersistentVolume": true, "ClusterRole": true,
+	"ClusterRoleBinding": true, "CustomResourceDefinition": true, "StorageClass": true, "PriorityClass": true,
+	"APIService": true, "MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "IngressClass": true,
+	"RuntimeClass": true, "CSIDriver": true, "CSINode": true, "VolumeAttachment": true, "CertificateSigningRequest": true}
+
 // resourceOf names the object's resource offline: group and version from its
-// apiVersion, kind from its kind, and the plural from the rule's selector when
-// it names one exactly (discovery would be needed otherwise).
+// apiVersion, kind from its kind, the plural from the rule's selector when it
+// names one exactly (else guessed from the kind), and whether it is namespaced
+// (built-in cluster-scoped kinds are known; any other kind is namespaced).
 func resourceOf(obj []byte, r *rules.Rule) event.Resource {
-	res := event.Resource{Kind: gjson.GetBytes(obj, "kind").Str, Namespaced: gjson.GetBytes(obj, "metadata.namespace").Str != ""}
+	kind := gjson.GetBytes(obj, "kind").Str
+	res := event.Resource{Kind: kind, Namespaced: gjson.GetBytes(obj, "metadata.namespace").Str != "" || !clusterScoped[kind]}
 	av := gjson.GetBytes(obj, "apiVersion").Str
 	if g, v, ok := strings.Cut(av, "/"); ok {
 		res.Group, res.Version = g, v
 	} else {
 		res.Version = av
 	}
+	res.Resource = discovery.Plural(kind)
 	for _, s := range r.Selectors {
-		if s.Resource != "" && !strings.ContainsAny(s.Resource, "*?[") {
+		if s.Resource != "" && !strings.ContainsAny(s.Resource, "*?[") && s.MatchesObject(res.Group, res.Version, kind) {
 			res.Resource = s.Resource
 			break
 		}
