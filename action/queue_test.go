@@ -355,9 +355,10 @@ func TestBodyTemplate(t *testing.T) {
 	}))
 	defer srv.Close()
 	t.Setenv("DYNWATCH_TEST_TOKEN", "s3cret")
-	w := webhook(t, fmt.Sprintf(`{url: %q, headers: {Authorization: "Bearer ${DYNWATCH_TEST_TOKEN}"}, body: '{"name": {{ json .Name }}, "seq": {{ get .Object "seq" }}, "x": {{ json .Fields.x }}}'}`, srv.URL))
+	w := webhook(t, fmt.Sprintf(`{url: %q, headers: {Authorization: "Bearer ${DYNWATCH_TEST_TOKEN}"}, body: '{"name": {{ json .name }}, "seq": {{ .object.seq }}, "x": {{ json .fields.x }}}'}`, srv.URL))
 	d := delivery("obj", 7)
 	d.Payload.Fields = map[string]json.RawMessage{"x": json.RawMessage("1")}
+	d.JSON, _ = json.Marshal(d.Payload)
 	if err := w.Send(context.Background(), d); err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +369,7 @@ func TestBodyTemplate(t *testing.T) {
 	var logs logBuffer
 	q := NewQueue("hook", w, QueueOptions{Logger: logs.logger()})
 	runQueue(t, q)
-	d2 := delivery("obj", 8) // no Fields: .Fields.x is missing
+	d2 := delivery("obj", 8) // no fields: .fields.x is missing
 	q.Enqueue(d2)
 	waitFor(t, "the failure", 5*time.Second, func() bool { return q.Stats().Failed == 1 })
 	if log := logs.String(); !strings.Contains(log, "id="+d2.Payload.ID) || !strings.Contains(log, "render body") {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/payload"
 )
 
 // Webhook sends payloads over HTTP on a transport of its own, never the
@@ -78,7 +79,7 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 	contentType := "application/json"
 	if w.body != nil {
 		var buf bytes.Buffer
-		if err := w.body.Execute(&buf, d.Payload); err != nil {
+		if err := w.body.Execute(&buf, payload.TemplateData(d.JSON)); err != nil {
 			return &Failure{Err: fmt.Errorf("render body: %w", err), Permanent: true}
 		}
 		body = buf.Bytes()

@@ -2,38 +2,101 @@ package payload
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/template"
+	"text/template/parse"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/dynwatch/dynwatch/event"
 )
 
-// ParseTemplate compiles a webhook body template, once, and runs it on a sample
-// payload, so that a reference to a field the payload does not have is a config
-// error at load rather than a delivery error on every event. Errors that depend
-// on an event's data (a missing map key, a function failing) can only show at
-// delivery.
+// ParseTemplate compiles a webhook body template, once, and checks that every
+// field it reads of the event is one the payload has, so that a misspelt field
+// is a config error at load rather than a delivery error on every event. The
+// template sees the payload as its JSON names it (.namespace, .object.spec.replicas).
+// Errors that depend on an event's data (a key the object lacks, a function
+// failing) can only show at delivery.
 func ParseTemplate(body string) (*template.Template, error) {
 	t, err := template.New("body").Option("missingkey=error").Funcs(TemplateFuncs()).Parse(body)
 	if err != nil {
 		return nil, fmt.Errorf("bad template: %w", err)
 	}
-	sample := &event.Payload{ID: "uid:1:add", Type: event.Add, Object: []byte(`{}`)}
-	err = t.Execute(io.Discard, sample)
-	var execErr template.ExecError
-	if errors.As(err, &execErr) && strings.Contains(err.Error(), "can't evaluate field") {
-		return nil, fmt.Errorf("bad template: %w (the event has: %s)", err, templateFields)
+	if bad := unknownFields(t.Root); len(bad) > 0 {
+		return nil, fmt.Errorf("bad template: the event has no field %s (it has: %s)", strings.Join(bad, ", "), strings.Join(templateFields, " "))
+	}
+	if err := t.Execute(io.Discard, TemplateData(sampleJSON)); err != nil && !strings.Contains(err.Error(), "map has no entry") {
+		return nil, fmt.Errorf("bad template: %w", err)
 	}
 	return t, nil
 }
 
-// templateFields names what a body template can read from the event.
-const templateFields = ".ID .Time .Type .Replay .Rule .Resource (.Group .Version .Resource .Kind .Namespaced) .Namespace .Name .UID .ResourceVersion .Fields .Changed .Object .OldObject"
+// templateFields are the payload's top-level fields, as the template reads them.
+var templateFields = []string{".id", ".time", ".type", ".replay", ".rule", ".resource", ".namespace", ".name", ".uid",
+	".resourceVersion", ".fields", ".changed", ".transition", ".object", ".oldObject"}
+
+var sampleJSON = []byte(`{"id":"uid:1:add","time":"2026-01-01T00:00:00.000Z","type":"add","replay":false,"rule":"r",` +
+	`"resource":{"group":"","version":"v1","resource":"configmaps","kind":"ConfigMap","namespaced":true},` +
+	`"namespace":"ns","name":"n","uid":"uid","resourceVersion":"1","fields":{},"changed":[],"transition":"","object":{},"oldObject":null}`)
+
+// TemplateData is what a body template executes on: the payload as its JSON
+// spells it, decoded (so .object.spec.replicas reads the object).
+func TemplateData(payloadJSON []byte) any {
+	var v map[string]any
+	if json.Unmarshal(payloadJSON, &v) != nil {
+		return map[string]any{}
+	}
+	for _, k := range []string{"fields", "changed", "transition", "oldObject"} {
+		if _, ok := v[k]; !ok {
+			v[k] = nil // absent from this payload, yet a field templates may read
+		}
+	}
+	return v
+}
+
+// unknownFields walks the template's top scope (not inside range or with,
+// where the dot is something else) for fields the payload does not have.
+func unknownFields(n parse.Node) []string {
+	var bad []string
+	var walk func(parse.Node)
+	walk = func(n parse.Node) {
+		switch n := n.(type) {
+		case *parse.ListNode:
+			if n == nil {
+				return
+			}
+			for _, c := range n.Nodes {
+				walk(c)
+			}
+		case *parse.ActionNode:
+			walk(n.Pipe)
+		case *parse.PipeNode:
+			if n == nil {
+				return
+			}
+			for _, c := range n.Cmds {
+				for _, a := range c.Args {
+					walk(a)
+				}
+			}
+		case *parse.IfNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.RangeNode:
+			walk(n.Pipe)
+		case *parse.WithNode:
+			walk(n.Pipe)
+		case *parse.FieldNode:
+			if f := "." + n.Ident[0]; !slices.Contains(templateFields, f) {
+				bad = append(bad, f)
+			}
+		}
+	}
+	walk(n)
+	return bad
+}
 
 // TemplateFuncs is the function set of webhook body templates. It is small and
 // safe on purpose: nothing in it reads files, the environment or the network.
@@ -58,6 +121,8 @@ func TemplateFuncs() template.FuncMap {
 				raw = d
 			case string:
 				raw = []byte(d)
+			case map[string]any, []any:
+				raw, _ = json.Marshal(d)
 			default:
 				return nil
 			}
@@ -69,6 +134,19 @@ func TemplateFuncs() template.FuncMap {
 		},
 		"lower": strings.ToLower,
 		"upper": strings.ToUpper,
-		"join":  func(sep string, xs []string) string { return strings.Join(xs, sep) },
+		// join joins a list's elements (as the payload's JSON has them) with sep.
+		"join": func(sep string, xs any) string {
+			switch l := xs.(type) {
+			case []string:
+				return strings.Join(l, sep)
+			case []any:
+				parts := make([]string, len(l))
+				for i, x := range l {
+					parts[i] = fmt.Sprint(x)
+				}
+				return strings.Join(parts, sep)
+			}
+			return ""
+		},
 	}
 }

@@ -49,7 +49,7 @@ actions:
   - name: hook
     webhook: {url: %q}
   - name: templated
-    webhook: {url: %q, body: '{"obj": {{ json .Object }}, "data": {{ get .Object "data.password" | json }}}'}
+    webhook: {url: %q, body: '{"obj": {{ json .object }}, "data": {{ get .object "data.password" | json }}}'}
   - {name: run, exec: {command: [%q]}}
 rules:
   - name: secrets
