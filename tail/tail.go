@@ -12,14 +12,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/dynamic"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/discovery"
@@ -225,8 +228,10 @@ type Options struct {
 	LabelSelector string
 	Where         []config.ConditionSpec
 	Columns       []Column
-	Output        string // table or json
-	Initial       bool   // also print the objects that exist at start
+	Output        string         // table (default), wide, json, yaml or name
+	NoHeaders     bool           // a table without its header line
+	Location      *time.Location // of the TIME column; default: local time
+	Initial       bool           // also print the objects that exist at start
 	Out           io.Writer
 	Logger        *slog.Logger
 	Now           func() time.Time
@@ -300,14 +305,24 @@ func nsOrAll(ns string) string {
 	return ns
 }
 
-// Printer writes payloads as table rows or JSON lines. It is safe for the
-// concurrent calls of several informers.
+// Printer writes payloads as table rows (table, wide), JSON lines (json), YAML
+// documents (yaml) or kind/name lines (name). It is safe for the concurrent
+// calls of several informers.
 type Printer struct {
 	mu      sync.Mutex
 	o       Options
 	widths  []int
 	printed bool
 }
+
+// The table's fixed columns, as kubectl get -w would show them, and what wide adds.
+var (
+	tableColumns = []string{"TIME", "EVENT", "RESOURCE", "NAMESPACE", "NAME", "AGE", "CHANGED"}
+	wideColumns  = []string{"UID", "RESOURCE-VERSION"}
+)
+
+// changedWidth is how much of the changed paths a table row shows (wide: all).
+const changedWidth = 40
 
 // NewPrinter returns a printer for o.
 func NewPrinter(o Options) *Printer {
@@ -317,9 +332,12 @@ func NewPrinter(o Options) *Printer {
 	p := &Printer{o: o}
 	// Columns start as wide as their header, or as a typical value, and grow
 	// when a longer value comes by: a stream cannot be measured in advance.
-	p.widths = []int{len("update"), len("RESOURCE"), 16, 28, 5}
+	p.widths = []int{len("15:04:05"), len("update"), len("RESOURCE"), 16, 28, 5, 24}
 	for _, r := range o.Resources {
-		p.widths[1] = max(p.widths[1], len(r.Name()))
+		p.widths[2] = max(p.widths[2], len(r.Name()))
+	}
+	if o.Output == "wide" {
+		p.widths = append(p.widths, 36, 16)
 	}
 	for _, c := range o.Columns {
 		p.widths = append(p.widths, max(len(c.Name), 8))
@@ -327,12 +345,20 @@ func NewPrinter(o Options) *Printer {
 	return p
 }
 
-// Header writes the table header; JSON output has none.
+func (p *Printer) tabular() bool {
+	return p.o.Output == "table" || p.o.Output == "wide" || p.o.Output == ""
+}
+
+// Header writes the table header; other outputs have none, nor has a table
+// with NoHeaders.
 func (p *Printer) Header() error {
-	if p.o.Output == "json" {
+	if !p.tabular() || p.o.NoHeaders {
 		return nil
 	}
-	cells := []string{"EVENT", "RESOURCE", "NAMESPACE", "NAME", "AGE"}
+	cells := slices.Clone(tableColumns)
+	if p.o.Output == "wide" {
+		cells = append(cells, wideColumns...)
+	}
 	for _, c := range p.o.Columns {
 		cells = append(cells, strings.ToUpper(c.Name))
 	}
@@ -341,30 +367,71 @@ func (p *Printer) Header() error {
 
 // Print writes one payload.
 func (p *Printer) Print(pl *event.Payload) error {
-	if p.o.Output == "json" {
+	switch p.o.Output {
+	case "json":
 		b, err := json.Marshal(pl)
 		if err != nil {
 			return err
 		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		_, err = p.o.Out.Write(append(b, '\n'))
-		return err
+		return p.write(append(b, '\n'))
+	case "yaml":
+		b, err := json.Marshal(pl)
+		if err == nil {
+			b, err = sigsyaml.JSONToYAML(b)
+		}
+		if err != nil {
+			return err
+		}
+		return p.write(append([]byte("---\n"), b...))
+	case "name":
+		kind := strings.ToLower(pl.Resource.Kind)
+		if pl.Resource.Group != "" {
+			kind += "." + pl.Resource.Group
+		}
+		return p.write([]byte(kind + "/" + pl.Name + "\n"))
 	}
+	return p.row(p.cells(pl))
+}
+
+func (p *Printer) write(b []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, err := p.o.Out.Write(b)
+	return err
+}
+
+// cells are a payload's table row.
+func (p *Printer) cells(pl *event.Payload) []string {
 	ns := pl.Namespace
 	if ns == "" {
 		ns = "-"
 	}
-	res := pl.Resource.Name()
 	age := "<unknown>"
 	if ts, err := time.Parse(time.RFC3339, gjson.GetBytes(pl.Object, "metadata.creationTimestamp").Str); err == nil {
 		age = duration.HumanDuration(p.o.Now().Sub(ts))
 	}
-	cells := []string{string(pl.Type), res, ns, pl.Name, age}
+	at := p.o.Now()
+	if t, err := time.Parse(event.TimeFormat, pl.Time); err == nil {
+		at = t
+	}
+	changed := strings.Join(pl.Changed, ",")
+	if changed == "" {
+		changed = "-"
+	} else if len(changed) > changedWidth && p.o.Output != "wide" {
+		changed = changed[:changedWidth-1] + "…"
+	}
+	loc := p.o.Location
+	if loc == nil {
+		loc = time.Local
+	}
+	cells := []string{at.In(loc).Format("15:04:05"), string(pl.Type), pl.Resource.Name(), ns, pl.Name, age, changed}
+	if p.o.Output == "wide" {
+		cells = append(cells, pl.UID, pl.ResourceVersion)
+	}
 	for _, c := range p.o.Columns {
 		cells = append(cells, cell(pl.Fields[c.Name]))
 	}
-	return p.row(cells)
+	return cells
 }
 
 func cell(raw json.RawMessage) string {
@@ -388,9 +455,10 @@ func (p *Printer) row(cells []string) error {
 			b.WriteString(c)
 			break
 		}
-		p.widths[i] = max(p.widths[i], len(c))
+		n := utf8.RuneCountInString(c)
+		p.widths[i] = max(p.widths[i], n)
 		b.WriteString(c)
-		b.WriteString(strings.Repeat(" ", p.widths[i]-len(c)+3))
+		b.WriteString(strings.Repeat(" ", p.widths[i]-n+3))
 	}
 	b.WriteByte('\n')
 	_, err := io.WriteString(p.o.Out, b.String())

@@ -135,9 +135,10 @@ func TestTableGolden(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	var out bytes.Buffer
 	p := NewPrinter(Options{
-		Output: "table",
-		Out:    &out,
-		Now:    func() time.Time { return now },
+		Output:   "table",
+		Out:      &out,
+		Now:      func() time.Time { return now },
+		Location: time.UTC,
 		Resources: []discovery.Resource{
 			{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true},
 			{Group: "test.example.com", Version: "v1", Resource: "widgets", Kind: "Widget", Namespaced: true},
@@ -164,7 +165,13 @@ func TestTableGolden(t *testing.T) {
 		var fields map[string]json.RawMessage
 		_ = json.Unmarshal([]byte(e.fields), &fields)
 		obj := `{"metadata":{"creationTimestamp":"` + now.Add(-e.created).Format(time.RFC3339) + `"}}`
-		if err := p.Print(&event.Payload{Type: e.typ, Resource: e.res, Namespace: e.ns, Name: e.name, Fields: fields, Object: json.RawMessage(obj)}); err != nil {
+		var changed []string
+		if e.typ == event.Update {
+			changed = []string{"spec.size", "spec.template.spec.containers.0.image", "metadata.labels.app"}
+		}
+		pl := &event.Payload{Type: e.typ, Resource: e.res, Namespace: e.ns, Name: e.name, Fields: fields, Object: json.RawMessage(obj),
+			Changed: changed, Time: now.Add(-time.Minute).Format(event.TimeFormat)}
+		if err := p.Print(pl); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -197,6 +204,44 @@ func TestParseWhereErrors(t *testing.T) {
 		_, err := ParseWhere(tc.expr)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.expr, err, tc.want)
+		}
+	}
+}
+
+// The other outputs: wide adds UID, version and the whole CHANGED; name is
+// kind.group/name as kubectl -o name; yaml is a document per event;
+// --no-headers drops the header line.
+func TestOutputs(t *testing.T) {
+	pl := &event.Payload{Type: event.Update, Resource: event.Resource{Group: "apps", Version: "v1", Resource: "deployments", Kind: "Deployment"},
+		Namespace: "prod", Name: "a-deployment-with-a-rather-long-name-indeed", UID: "u-1", ResourceVersion: "42",
+		Changed: []string{"spec.replicas", "spec.template.spec.containers.0.image", "metadata.labels.app"}, Object: json.RawMessage(`{}`),
+		Time: "2026-11-29T12:00:00.000Z"}
+	for _, tc := range []struct {
+		o    Options
+		want []string
+	}{
+		{Options{Output: "wide"}, []string{"UID", "RESOURCE-VERSION", "u-1", "42", "spec.replicas,spec.template.spec.containers.0.image,metadata.labels.app", "a-deployment-with-a-rather-long-name-indeed"}},
+		{Options{Output: "table"}, []string{"spec.replicas,spec.template.spec.contai…"}},
+		{Options{Output: "table", NoHeaders: true}, []string{"update"}},
+		{Options{Output: "name"}, []string{"deployment.apps/a-deployment-with-a-rather-long-name-indeed\n"}},
+		{Options{Output: "yaml"}, []string{"---\n", "name: a-deployment-with-a-rather-long-name-indeed\n", "type: update\n"}},
+	} {
+		var out bytes.Buffer
+		tc.o.Out, tc.o.Location = &out, time.UTC
+		p := NewPrinter(tc.o)
+		if err := p.Header(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Print(pl); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("-o %s: lacks %q:\n%s", tc.o.Output, w, out.String())
+			}
+		}
+		if tc.o.NoHeaders && strings.Contains(out.String(), "EVENT") {
+			t.Errorf("--no-headers printed a header:\n%s", out.String())
 		}
 	}
 }

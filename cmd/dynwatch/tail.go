@@ -23,9 +23,9 @@ func (s *stringList) Type() string       { return "stringArray" }
 
 // tailFlags are tail's own flags.
 type tailFlags struct {
-	ns, selector, columns, output string
-	all, initial                  bool
-	where, whereCEL               stringList
+	ns, selector, columns, output  string
+	all, initial, noHeaders, watch bool
+	where, whereCEL                stringList
 }
 
 func (f *tailFlags) register(fs *flag.FlagSet) {
@@ -37,10 +37,12 @@ func (f *tailFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.columns, "columns", "", "extra table columns NAME=PATH,… (gjson paths); in JSON, payload fields")
 	fs.StringVarP(&f.output, "output", "o", "table", "output: table, wide, json, yaml or name")
 	fs.BoolVar(&f.initial, "initial", false, "also print the objects that exist at start (as add)")
+	fs.BoolVar(&f.noHeaders, "no-headers", false, "table and wide: no header line")
+	fs.BoolVarP(&f.watch, "watch", "w", true, "accepted as with kubectl get -w: tail always watches")
 }
 
 func cmdTail(ctx context.Context, e *env, args []string) int {
-	fs := flagSet(e, "tail", "RESOURCE[,RESOURCE…] [-n NS|-A] [-l SELECTOR] [--where EXPR]… [--columns NAME=PATH,…] [-o table|json] [--initial]",
+	fs := flagSet(e, "tail", "RESOURCE[,RESOURCE…] [-n NS|-A] [-l SELECTOR] [--where EXPR]… [--where-cel EXPR]… [--columns NAME=PATH,…] [-o table|wide|json|yaml|name] [--no-headers] [--initial]",
 		"Follows several resource types at once and prints one line per event (table) or the event payload\n"+
 			"(json, one object a line, rule \"tail\"). RESOURCE is resolved like kubectl does: plural, singular,\n"+
 			"kind or short name, optionally with .group (widgets.example.com). Ctrl-C stops it.\n\n"+tail.WhereSyntax)
@@ -81,7 +83,7 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "dynwatch tail:", err)
 		return exitFailure
 	}
-	if err := findResources(e, cat, pos[0], &opts); err != nil {
+	if err := findResources(e, cat, pos[0], &opts, tf.ns != ""); err != nil {
 		return usageErr("%v", err)
 	}
 	ctx, _, stop := signalContext(ctx, e)
@@ -95,9 +97,9 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 
 // options checks tail's flags and compiles its filters, before anything connects.
 func (f *tailFlags) options(e *env) (tail.Options, error) {
-	opts := tail.Options{Output: f.output, Initial: f.initial, LabelSelector: f.selector, Out: e.stdout}
-	if f.output != "table" && f.output != "json" {
-		return opts, fmt.Errorf("-o: want table or json, got %q", f.output)
+	opts := tail.Options{Output: f.output, Initial: f.initial, LabelSelector: f.selector, Out: e.stdout, NoHeaders: f.noHeaders}
+	if !slices.Contains([]string{"table", "wide", "json", "yaml", "name"}, f.output) {
+		return opts, fmt.Errorf("-o: want table, wide, json, yaml or name, got %q", f.output)
 	}
 	if f.all && f.ns != "" {
 		return opts, errors.New("-n and -A exclude each other")
@@ -135,7 +137,7 @@ func (f *tailFlags) options(e *env) (tail.Options, error) {
 }
 
 // findResources resolves the comma-separated resource names into opts.
-func findResources(e *env, cat *discovery.Catalog, names string, opts *tail.Options) error {
+func findResources(e *env, cat *discovery.Catalog, names string, opts *tail.Options, explicitNS bool) error {
 	var bad []string
 	for _, name := range strings.Split(names, ",") {
 		r, err := cat.Find(name)
@@ -152,7 +154,7 @@ func findResources(e *env, cat *discovery.Catalog, names string, opts *tail.Opti
 		// One bad name does not stop the others from being followed.
 		fmt.Fprintf(e.stderr, "dynwatch tail: %s; following the others\n", b)
 	}
-	if opts.Namespace != "" {
+	if explicitNS {
 		for _, r := range opts.Resources {
 			if !r.Namespaced {
 				fmt.Fprintf(e.stderr, "dynwatch tail: note: %s is cluster-scoped; -n does not apply to it\n", r.Name())

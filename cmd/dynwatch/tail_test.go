@@ -189,11 +189,11 @@ func TestTailWhereTyped(t *testing.T) {
 		lines[1], lines[2] = lines[2], lines[1]
 	}
 	fields := strings.Fields(lines[1])
-	if want := []string{"add", "gadgets.tail.example.com", ns, "big-gold"}; strings.Join(fields[:4], " ") != strings.Join(want, " ") ||
+	if want := []string{"add", "gadgets.tail.example.com", ns, "big-gold"}; strings.Join(fields[1:5], " ") != strings.Join(want, " ") ||
 		fields[len(fields)-2] != "7" || fields[len(fields)-1] != "gold" {
 		t.Errorf("row = %q", lines[1])
 	}
-	if h := strings.Fields(lines[0]); strings.Join(h, " ") != "EVENT RESOURCE NAMESPACE NAME AGE SIZE TIER" {
+	if h := strings.Fields(lines[0]); strings.Join(h, " ") != "TIME EVENT RESOURCE NAMESPACE NAME AGE CHANGED SIZE TIER" {
 		t.Errorf("header = %q", lines[0])
 	}
 }
@@ -234,7 +234,7 @@ func TestTailInitial(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	stopWith()
 	stopWithout()
-	if s := without.String(); strings.Contains(s, "existing") || !strings.HasPrefix(s, "EVENT") {
+	if s := without.String(); strings.Contains(s, "existing") || !strings.HasPrefix(s, "TIME") {
 		t.Errorf("without --initial:\n%s", s)
 	}
 }
@@ -267,5 +267,22 @@ func TestTailLabelsAllNamespaces(t *testing.T) {
 	stop()
 	if s := out.String(); strings.Contains(s, "team-c") || strings.Contains(s, "skipped") || !strings.Contains(s, other) {
 		t.Errorf("output:\n%s", s)
+	}
+}
+
+// tail of a cluster-scoped resource says -n does not apply only when -n was
+// given, and is quiet (no INFO lines) unless -v.
+func TestTailQuietAndClusterScopedNote(t *testing.T) {
+	_, quietErr, stopQuiet := background(t, "tail", "ns", "--kubeconfig", cp.Kubeconfig)
+	_, verboseErr, stopVerbose := background(t, "tail", "-v", "ns", "-n", "default", "--kubeconfig", cp.Kubeconfig)
+	waitOutput(t, verboseErr, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
+	time.Sleep(300 * time.Millisecond)
+	stopQuiet()
+	stopVerbose()
+	if s := quietErr.String(); s != "" {
+		t.Errorf("tail without -v printed on stderr:\n%s", s)
+	}
+	if !strings.Contains(verboseErr.String(), "namespaces is cluster-scoped; -n does not apply to it") {
+		t.Errorf("with -n, no note:\n%s", verboseErr.String())
 	}
 }
