@@ -77,7 +77,7 @@ func TestFind(t *testing.T) {
 		{"events", "", `resource "events" is ambiguous: it could be events, events.events.k8s.io`},
 		{"ev", "", "ambiguous"},
 		{"widgts", "", `unknown resource "widgts" (did you mean widgets.test.example.com?)`},
-		{"bindings", "", "unknown resource"},
+		{"bindings", "", "bindings is served but cannot be listed and watched"},
 		{"widgets.nowhere.io", "", "unknown resource"},
 	}
 	for _, tt := range tests {
@@ -144,5 +144,24 @@ func TestFindNonPreferredOnly(t *testing.T) {
 	}
 	if got := c.Resolve(Selector{Kind: "ScrapeConfig"}); len(got) != 1 || got[0].Version != "v1alpha1" {
 		t.Errorf("kind ScrapeConfig resolves to %v", got)
+	}
+}
+
+// A selector that selects nothing says why: a resource that cannot be
+// watched, or a name close to a served one.
+func TestWhyNothing(t *testing.T) {
+	c := testCatalog()
+	for _, tc := range []struct {
+		sel  Selector
+		want string
+	}{
+		{Selector{Resource: "bindings"}, "bindings is served but cannot be listed and watched (its verbs: create), so no rule can fire on it"},
+		{Selector{Kind: "Deploymnet"}, "did you mean kind: Deployment?"},
+		{Selector{Group: "apps", GroupSet: true, Resource: "deploymets"}, "did you mean resource: deployments?"},
+		{Selector{Kind: "Nothing"}, ""},
+	} {
+		if got := c.WhyNothing(tc.sel); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.sel, got, tc.want)
+		}
 	}
 }

@@ -49,6 +49,13 @@ func (c *Catalog) Find(name string) (Resource, error) {
 	case 1:
 		return found[0], nil
 	case 0:
+		for _, r := range c.Resources {
+			for _, q := range queries {
+				if (q.group == "*" || q.group == r.Group) && nameFits(q.res, r) && !r.Watchable() {
+					return Resource{}, fmt.Errorf("%s is served but cannot be listed and watched (its verbs: %s)", r.Name(), strings.Join(r.Verbs, ", "))
+				}
+			}
+		}
 		return Resource{}, fmt.Errorf("unknown resource %q%s", name, c.suggest(name))
 	}
 	var names []string
@@ -138,3 +145,39 @@ func Plural(kind string) string {
 	}
 	return k + "s"
 }
+
+// WhyNothing says why s selects no served resource: it matches resources that
+// cannot be listed and watched (naming their verbs), or names that are close
+// to served ones ("did you mean …"); "" when there is nothing to say.
+func (c *Catalog) WhyNothing(s Selector) string {
+	for _, r := range c.Resources {
+		if !r.Watchable() && s.matchesIgnoringVerbs(r) {
+			return fmt.Sprintf("%s is served but cannot be listed and watched (its verbs: %s), so no rule can fire on it", r.Name(), strings.Join(r.Verbs, ", "))
+		}
+	}
+	var close []string
+	for _, r := range c.Resources {
+		if !r.Preferred || !r.Watchable() || (s.GroupSet && !globMatch(s.Group, r.Group)) {
+			continue
+		}
+		switch {
+		case s.Kind != "" && !hasGlobChars(s.Kind) && editDistance(strings.ToLower(s.Kind), strings.ToLower(r.Kind)) <= 2:
+			close = append(close, "kind: "+r.Kind)
+		case s.Resource != "" && !hasGlobChars(s.Resource) && (editDistance(s.Resource, r.Resource) <= 2 || editDistance(s.Resource, r.Singular) <= 2):
+			close = append(close, "resource: "+r.Resource)
+		}
+	}
+	slices.Sort(close)
+	close = slices.Compact(close)
+	if len(close) == 0 {
+		return ""
+	}
+	return "did you mean " + strings.Join(close, " or ") + "?"
+}
+
+func (s Selector) matchesIgnoringVerbs(r Resource) bool {
+	r.Verbs = []string{"list", "watch"}
+	return s.Matches(r)
+}
+
+func hasGlobChars(p string) bool { return strings.ContainsAny(p, "*?[") }

@@ -210,6 +210,11 @@ func CheckAccess(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectA
 		resolved := pl.Rules[r.Name]
 		if len(resolved) == 0 {
 			fmt.Fprintf(w, "rule %s: FAIL: selects no served resource (%s)\n", r.Name, selectorsString(r))
+			for _, sel := range r.Selectors {
+				if why := cat.WhyNothing(sel); why != "" {
+					fmt.Fprintf(w, "  %s: %s\n", sel, why)
+				}
+			}
 			ok = false
 			continue
 		}

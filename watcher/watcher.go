@@ -17,6 +17,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -523,7 +524,7 @@ func (w *Watcher) applyLocked(c change) ([]dyninformer.Started, uint64) {
 	for _, r := range c.file.Rules {
 		empty := len(p.Rules[r.Name]) == 0
 		if empty && !w.warned[r.Name] {
-			w.log.Warn("rule selects no served resource yet; it fires once one appears", "rule", r.Name)
+			w.warnSelectsNothing(r, c.cat)
 		}
 		w.warned[r.Name] = empty
 	}
@@ -551,6 +552,23 @@ func (w *Watcher) applyLocked(c change) ([]dyninformer.Started, uint64) {
 		w.durable.prune(w.mgr.Watches())
 	}
 	return started, epoch
+}
+
+// warnSelectsNothing says that a rule selects no served resource, and why
+// when it can tell: resources that cannot be watched, or names close to served
+// ones; else that it fires once one appears (a CRD installed later).
+func (w *Watcher) warnSelectsNothing(r *rules.Rule, cat *discovery.Catalog) {
+	var why []string
+	for _, sel := range r.Selectors {
+		if s := cat.WhyNothing(sel); s != "" {
+			why = append(why, sel.String()+": "+s)
+		}
+	}
+	if len(why) == 0 {
+		w.log.Warn("rule selects no served resource yet; it fires once one appears", "rule", r.Name)
+		return
+	}
+	w.log.Warn("rule selects no resource it can watch", "rule", r.Name, "why", strings.Join(why, "; "))
 }
 
 // handle evaluates one event with the rules of its resource and enqueues a

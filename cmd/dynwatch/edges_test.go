@@ -214,3 +214,22 @@ rules:
 		t.Errorf("an incomplete audit that matched: exit %d, want 1", code)
 	}
 }
+
+// A rule that selects nothing says why, where a resource is named: check
+// --cluster suggests a near kind and names a resource that cannot be watched.
+func TestSelectsNothingSaysWhy(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), `apiVersion: dynwatch/v1alpha1
+actions: [{name: out, log: {}}]
+rules:
+  - {name: typo, resources: [{group: apps, kind: Deploymnet}], actions: [out]}
+  - {name: bindings, resources: [{group: "", resource: bindings}], actions: [out]}
+`)
+	code, stdout, _ := runCLI(t, "check", "--cluster", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+	if code != exitFailure || !strings.Contains(stdout, "did you mean kind: Deployment?") || !strings.Contains(stdout, "bindings is served but cannot be listed and watched") {
+		t.Errorf("check --cluster: exit %d\n%s", code, stdout)
+	}
+	code, _, stderr := runCLI(t, "tail", "bindings", "--kubeconfig", cp.Kubeconfig)
+	if code != exitUsage || !strings.Contains(stderr, "bindings is served but cannot be listed and watched (its verbs: create)") {
+		t.Errorf("tail bindings: exit %d\n%s", code, stderr)
+	}
+}
