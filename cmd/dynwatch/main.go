@@ -156,19 +156,27 @@ func (k *kubeFlags) register(fs *flag.FlagSet) {
 
 // logFlags choose the format and level of dynwatch's own logs (always stderr).
 type logFlags struct {
-	level  string
-	format string
+	level        string
+	format       string
+	verbose      bool
+	verboseLevel string
+	fs           *flag.FlagSet
 }
 
-// register adds --log-level (-v) with level as its default; -v alone means
-// verbose, one level more than the default.
+// register adds --log-level, with level as its default, and -v/--verbose,
+// which sets it to verbose unless --log-level is given.
 func (l *logFlags) register(fs *flag.FlagSet, level, verbose string) {
-	fs.StringVarP(&l.level, "log-level", "v", level, "dynwatch's own log level: debug, info, warn or error (-v alone: "+verbose+")")
-	fs.Lookup("log-level").NoOptDefVal = verbose
+	l.verboseLevel = verbose
+	fs.StringVar(&l.level, "log-level", level, "dynwatch's own log level: debug, info, warn or error")
+	fs.BoolVarP(&l.verbose, "verbose", "v", false, "more of dynwatch's own logs: --log-level "+verbose)
+	l.fs = fs
 	fs.StringVar(&l.format, "log-format", "text", "log format: text or json")
 }
 
 func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	if l.verbose && (l.fs == nil || !l.fs.Changed("log-level")) {
+		l.level = l.verboseLevel
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(l.level)); err != nil {
 		return nil, fmt.Errorf("--log-level: want debug, info, warn or error, got %q", l.level)
