@@ -226,22 +226,12 @@ func (m *Manager) Watches() []Key {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b Key) int {
-		if c := cmpString(a.GVR.String(), b.GVR.String()); c != 0 {
+		if c := strings.Compare(a.GVR.String(), b.GVR.String()); c != 0 {
 			return c
 		}
-		return cmpString(a.Namespace, b.Namespace)
+		return strings.Compare(a.Namespace, b.Namespace)
 	})
 	return keys
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Started returns how many informers have been started since the manager was

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -171,7 +172,7 @@ func (o *operand) equal(r gjson.Result) bool {
 // RFC 3339 times, durations and Kubernetes quantities when both sides read as
 // such. ok is
 // false when the two cannot be ordered.
-func (o *operand) compare(r gjson.Result) (cmp int, ok bool) {
+func (o *operand) compare(r gjson.Result) (order int, ok bool) {
 	switch {
 	case o.kind == gjson.Number && r.Type == gjson.Number:
 		return cmpFloat(r.Num, o.num), true
@@ -182,7 +183,7 @@ func (o *operand) compare(r gjson.Result) (cmp int, ok bool) {
 	case o.hasDur && r.Type == gjson.String:
 		// Before quantities: "5m" reads as both, and means minutes here.
 		if d, ok := parseDuration(r.Str); ok {
-			return cmpInt(int64(d), int64(o.dur)), true
+			return cmp.Compare(d, o.dur), true
 		}
 	}
 	if o.qty != nil && (r.Type == gjson.String || r.Type == gjson.Number) {
@@ -195,16 +196,6 @@ func (o *operand) compare(r gjson.Result) (cmp int, ok bool) {
 		}
 	}
 	return 0, false
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func cmpFloat(a, b float64) int {
