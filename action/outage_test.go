@@ -1,7 +1,9 @@
 package action
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -135,5 +137,53 @@ rules: [{name: r, resources: [{kind: ConfigMap}], actions: [x]}]
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
+	}
+}
+
+// A queue handed off to new settings keeps its backlog in order ahead of what
+// the new queue got meanwhile, and an event enqueued into the old queue after
+// it has stopped (a handler that still held the old pipeline) reaches the new
+// one instead of being dropped.
+func TestHandOffKeepsOrderAndForwards(t *testing.T) {
+	var mu sync.Mutex
+	var got []int
+	up := make(chan struct{})
+	sender := senderFunc(func(ctx context.Context, d *event.Delivery) error {
+		select {
+		case <-up:
+		default:
+			return errors.New("receiver down")
+		}
+		var seq struct{ Seq int }
+		_ = json.Unmarshal(d.Payload.Object, &seq)
+		mu.Lock()
+		got = append(got, seq.Seq)
+		mu.Unlock()
+		return nil
+	})
+	retry := Retry{Max: 1000, Initial: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}
+	old := NewQueue("hook", sender, QueueOptions{Retry: retry})
+	oldDone := make(chan struct{})
+	go func() { _ = old.Run(context.Background(), time.Second); close(oldDone) }()
+	for seq := range 3 {
+		old.Enqueue(delivery("obj", seq))
+	}
+	next := NewQueue("hook", sender, QueueOptions{Retry: retry})
+	old.HandOff(next)
+	next.Enqueue(delivery("obj", 3)) // the new pipeline's first event
+	runQueue(t, next)
+	<-oldDone
+	if !old.Enqueue(delivery("obj", 4)) { // late, through the old pipeline
+		t.Fatal("an event enqueued into a handed-off queue was refused")
+	}
+	close(up)
+	waitFor(t, "five deliveries", 10*time.Second, func() bool { return next.Stats().Delivered == 5 })
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(got) != "[0 1 2 3 4]" {
+		t.Errorf("delivered in order %v, want [0 1 2 3 4]", got)
+	}
+	if st := old.Stats(); st.Dropped != 0 || st.Abandoned != 0 {
+		t.Errorf("the old queue dropped or abandoned events: %+v", st)
 	}
 }
