@@ -319,7 +319,10 @@ func (q *Queue) Run(ctx context.Context, grace time.Duration) error {
 		q.moveBacklog()
 		return nil
 	}
-	if n := q.Len(); n > 0 {
+	q.mu.Lock()
+	n, halted := q.total, q.stop
+	q.mu.Unlock()
+	if n > 0 && !halted {
 		q.log.Info("draining the action's queue before stopping", "events", n, "for up to", grace.String())
 	}
 	drained := make(chan struct{})
