@@ -1,6 +1,10 @@
 package event
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/tidwall/gjson"
+)
 
 // decoded caches the event's objects decoded from JSON, for the conditions
 // that need them (CEL): decoded once per event however many rules read them.
@@ -10,6 +14,48 @@ type decoded struct {
 	objOK, oldOK   bool
 	n              int
 	views          [2]*Event // see View
+	// paths caches gjson lookups of the object [0] and the old object [1], so
+	// that rules reading one path share one scan.
+	paths [2]pathCache
+}
+
+// pathCache holds the lookups of one document: the first few in an array (no
+// allocation for an event that few conditions read), the rest in a map.
+type pathCache struct {
+	src   []byte // the document the lookups are of
+	small [4]pathResult
+	n     int
+	more  map[string]gjson.Result
+}
+
+type pathResult struct {
+	path string
+	r    gjson.Result
+}
+
+func (c *pathCache) get(doc []byte, path string) gjson.Result {
+	if !sameBytes(c.src, doc) {
+		*c = pathCache{src: doc}
+	}
+	for i := range c.n {
+		if c.small[i].path == path {
+			return c.small[i].r
+		}
+	}
+	if r, ok := c.more[path]; ok {
+		return r
+	}
+	r := gjson.GetBytes(doc, path)
+	if c.n < len(c.small) {
+		c.small[c.n] = pathResult{path, r}
+		c.n++
+		return r
+	}
+	if c.more == nil {
+		c.more = map[string]gjson.Result{}
+	}
+	c.more[path] = r
+	return r
 }
 
 func sameBytes(a, b []byte) bool {
@@ -75,4 +121,20 @@ func (e *Event) View(old bool) *Event {
 		ResourceVersion: e.ResourceVersion, Object: doc, Time: e.Time}
 	e.dec.views[i] = v
 	return v
+}
+
+// Get returns gjson's value at path in the object (old: the old object),
+// looked up once per event and path however many conditions read it.
+func (e *Event) Get(old bool, path string) gjson.Result {
+	doc, i := e.Object, 0
+	if old {
+		doc, i = e.OldObject, 1
+	}
+	if doc == nil {
+		return gjson.Result{}
+	}
+	if e.dec == nil {
+		e.dec = &decoded{}
+	}
+	return e.dec.paths[i].get(doc, path)
 }

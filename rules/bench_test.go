@@ -1,11 +1,13 @@
 package rules
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/tidwall/gjson"
 )
 
 // benchDeployment is a Deployment of about 3.4 KB of JSON: three containers
@@ -60,6 +62,49 @@ rules:
 				decodes += ev.Decodes()
 			}
 			b.ReportMetric(float64(decodes)/float64(b.N), "decodes/event")
+		})
+	}
+}
+
+// BenchmarkRulesPerEvent evaluates 1, 10 and 50 gjson rules on one event, against
+// a naive baseline that, as a watcher built on unstructured objects does,
+// marshals the decoded object once per rule and reads each path with gjson:
+//
+//	go test ./rules -run '^$' -bench BenchmarkRulesPerEvent -benchmem -count 6 | benchstat -col /impl -
+func BenchmarkRulesPerEvent(b *testing.B) {
+	obj := benchDeployment()
+	var decoded map[string]any
+	if err := json.Unmarshal(obj, &decoded); err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{1, 10, 50} {
+		var src strings.Builder
+		src.WriteString("apiVersion: dynwatch/v1alpha1\nactions: [{name: out, log: {}}]\nrules:\n")
+		var paths [][]string
+		for i := range n {
+			fmt.Fprintf(&src, "  - {name: r%d, resources: [{kind: Deployment}], when: [{path: spec.replicas, op: gt, value: %d}, {path: 'spec.template.spec.containers.#.image', op: contains, value: 'registry.example/app:%d'}, {path: metadata.labels.team, op: eq, value: payments}], actions: [out]}\n", i, i%5, i%3)
+			paths = append(paths, []string{"spec.replicas", "spec.template.spec.containers.#.image", "metadata.labels.team"})
+		}
+		rs := compile(b, src.String())
+		b.Run(fmt.Sprintf("rules=%d/impl=dynwatch", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ev := &event.Event{Type: event.Update, Object: obj, OldObject: obj}
+				for _, r := range rs {
+					r.Fires(ev, nil)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("rules=%d/impl=naive", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, ps := range paths {
+					raw, _ := json.Marshal(decoded)
+					for _, p := range ps {
+						_ = gjson.GetBytes(raw, p)
+					}
+				}
+			}
 		})
 	}
 }

@@ -37,15 +37,7 @@ func (c *condition) holds(ev *event.Event) bool {
 	if c.cel != nil {
 		return c.cel.holds(ev)
 	}
-	doc := ev.Object
-	if c.old {
-		doc = ev.OldObject
-	}
-	var r gjson.Result
-	if doc != nil {
-		r = gjson.GetBytes(doc, c.spec.Path)
-	}
-	return c.test(r)
+	return c.test(ev.Get(c.old, c.spec.Path))
 }
 
 // paths are the object paths the condition reads.
