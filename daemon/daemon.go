@@ -6,6 +6,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -177,17 +178,23 @@ func (d *daemon) watchEnd(ctx, lease, wctx context.Context, w *watcher.Watcher, 
 	stop()
 }
 
-// config returns the config to act on: the file as it is now if it is valid,
-// else the last valid one.
+// config returns the config to act on: the file as it is now if it changed
+// since it was last loaded (a standby that comes to lead acts on the current
+// file) and is valid, else the last valid one.
 func (d *daemon) config() *plan.File {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if f, err := plan.Load(d.file.Path); err == nil {
-		d.file = f
-	} else if !errors.Is(err, os.ErrNotExist) {
-		d.log.Error("config file invalid; acting on the last valid one", "config", d.file.Path, "err", err)
+	data, err := os.ReadFile(d.file.Path)
+	if err != nil || bytes.Equal(data, d.file.Source) {
+		return d.file
 	}
-	return d.file
+	f, err := plan.Parse(d.file.Path, data)
+	if err != nil {
+		d.log.Error("config file invalid; acting on the last valid one", "config", d.file.Path, "err", err)
+		return d.file
+	}
+	d.file = f
+	return f
 }
 
 func (d *daemon) remember(f *plan.File) {

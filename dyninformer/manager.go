@@ -301,14 +301,10 @@ func (m *Manager) WaitForSync(ctx context.Context) bool {
 // Unsynced returns the watches that have not finished their initial list, with
 // the last error each one saw (nil if none yet).
 func (m *Manager) Unsynced() map[Key]error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	out := map[Key]error{}
-	for k, e := range m.entries {
-		if !e.handled.HasSynced() {
-			e.mu.Lock()
-			out[k] = e.watchErr
-			e.mu.Unlock()
+	for _, st := range m.Statuses() {
+		if !st.Synced {
+			out[st.Key] = st.Err
 		}
 	}
 	return out

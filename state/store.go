@@ -19,7 +19,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -358,30 +357,6 @@ func (s *Store) Done(action string, seqs ...uint64) error {
 		}
 		return nil
 	})
-}
-
-// Pending returns every action's undelivered deliveries, in the order they were
-// accepted.
-func (s *Store) Pending() (map[string][]Pending, error) {
-	out := map[string][]Pending{}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		q := tx.Bucket(bucketQueues)
-		return q.ForEachBucket(func(name []byte) error {
-			return q.Bucket(name).ForEach(func(k, v []byte) error {
-				var p Pending
-				if err := json.Unmarshal(v, &p); err != nil {
-					return fmt.Errorf("pending delivery of %s: %w", name, err)
-				}
-				p.Seq = binary.BigEndian.Uint64(k)
-				out[string(name)] = append(out[string(name)], p)
-				return nil
-			})
-		})
-	})
-	for _, list := range out {
-		sort.Slice(list, func(i, j int) bool { return list[i].Seq < list[j].Seq })
-	}
-	return out, err
 }
 
 // PendingAfter returns up to limit of action's undelivered deliveries whose

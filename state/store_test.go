@@ -142,9 +142,9 @@ func TestFileSizeUnderChurn(t *testing.T) {
 	if last, early := sizes[len(sizes)-1], sizes[1]; last > early*3/2 {
 		t.Errorf("the file kept growing under churn: %d bytes after round 2, %d after round 6", early, last)
 	}
-	pending, err := s.Pending()
-	if err != nil || len(pending["hook"]) != 0 {
-		t.Errorf("pending after every delivery: %d, %v", len(pending["hook"]), err)
+	pending, err := s.PendingActions()
+	if err != nil || pending["hook"] != 0 {
+		t.Errorf("pending after every delivery: %d, %v", pending["hook"], err)
 	}
 }
 

@@ -126,6 +126,34 @@ func hasSpace(s string) bool {
 
 // cutSpace cuts s at its first white space outside brackets and quotes.
 func cutSpace(s string) (before, after string, found bool) {
+	i := topLevel(s, func(i int) bool { return s[i] == ' ' || s[i] == '\t' })
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+1:], true
+}
+
+// findOperator finds the first operator symbol that stands outside brackets,
+// parentheses and quotes, so that a gjson query in the path
+// (spec.endpoints.#(interval=="7s")) is read as part of the path.
+func findOperator(expr string) (*rules.Operator, int) {
+	symbols := rules.Symbols()
+	var found *rules.Operator
+	at := topLevel(expr, func(i int) bool {
+		for j := range symbols {
+			if i > 0 && strings.HasPrefix(expr[i:], symbols[j].Symbol) {
+				found = &symbols[j]
+				return true
+			}
+		}
+		return false
+	})
+	return found, at
+}
+
+// topLevel returns the first index of s, outside brackets, parentheses and
+// quotes (and not escaped), at which match holds; -1 if none.
+func topLevel(s string, match func(i int) bool) int {
 	depth, quoted := 0, false
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
@@ -139,47 +167,11 @@ func cutSpace(s string) (before, after string, found bool) {
 			depth++
 		case c == ')' || c == ']' || c == '}':
 			depth--
-		case depth == 0 && (c == ' ' || c == '\t'):
-			return s[:i], s[i+1:], true
+		case depth == 0 && match(i):
+			return i
 		}
 	}
-	return s, "", false
-}
-
-// findOperator finds the first operator symbol that stands outside brackets,
-// parentheses and quotes, so that a gjson query in the path
-// (spec.endpoints.#(interval=="7s")) is read as part of the path.
-func findOperator(expr string) (*rules.Operator, int) {
-	symbols := rules.Symbols()
-	depth, quoted := 0, false
-	for i := 0; i < len(expr); i++ {
-		switch c := expr[i]; {
-		case c == '\\':
-			i++
-			continue
-		case quoted:
-			quoted = c != '"'
-			continue
-		case c == '"' && depth > 0:
-			quoted = true
-			continue
-		case c == '(' || c == '[' || c == '{':
-			depth++
-			continue
-		case c == ')' || c == ']' || c == '}':
-			depth--
-			continue
-		}
-		if depth > 0 || i == 0 {
-			continue
-		}
-		for j := range symbols {
-			if strings.HasPrefix(expr[i:], symbols[j].Symbol) {
-				return &symbols[j], i
-			}
-		}
-	}
-	return nil, -1
+	return -1
 }
 
 // valueNode reads VALUE as JSON when it parses, else as a string; a regexp is

@@ -202,6 +202,19 @@ rules:
 
 var secretGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
+// addStorageVersion serves the CRD name also in version, which becomes its
+// storage (and preferred) version.
+func addStorageVersion(t *testing.T, name, version string) {
+	t.Helper()
+	mutate(t, crdGVR, "", name, func(u *unstructured.Unstructured) {
+		versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+		old := versions[0].(map[string]any)
+		old["storage"] = false
+		v := map[string]any{"name": version, "served": true, "storage": true, "schema": old["schema"]}
+		_ = unstructured.SetNestedSlice(u.Object, []any{old, v}, "spec", "versions")
+	})
+}
+
 // When a CRD's preferred version changes, the watch moves to it, and the objects
 // already seen do not fire again.
 func TestWatchMovesToPreferredVersion(t *testing.T) {
@@ -227,13 +240,7 @@ rules:
 	if !watching(r.w, v1) {
 		t.Fatalf("not watching v1: %v", r.w.Manager().Watches())
 	}
-	mutate(t, crdGVR, "", name, func(u *unstructured.Unstructured) {
-		versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
-		old := versions[0].(map[string]any)
-		old["storage"] = false
-		v2def := map[string]any{"name": "v2", "served": true, "storage": true, "schema": old["schema"]}
-		_ = unstructured.SetNestedSlice(u.Object, []any{old, v2def}, "spec", "versions")
-	})
+	addStorageVersion(t, name, "v2")
 	waitUntil(t, "the watch to move to v2", 15*time.Second, func() bool { return watching(r.w, v2) && !watching(r.w, v1) })
 	waitUntil(t, "the v2 informer to sync", 15*time.Second, r.w.Manager().HasSynced)
 	createCRObject(t, v2, ns, "m2", "Mover")

@@ -240,13 +240,7 @@ rules: [{name: shifters, resources: [{group: shift.example.com, resource: shifte
 	waitUntil(t, "the baseline", 30*time.Second, func() bool {
 		return watching(r.w, v1) && r.w.Synced() && len(r.w.durable.listingKeys()) == 0
 	})
-	mutate(t, crdGVR, "", name, func(u *unstructured.Unstructured) {
-		versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
-		old := versions[0].(map[string]any)
-		old["storage"] = false
-		v2def := map[string]any{"name": "v2", "served": true, "storage": true, "schema": old["schema"]}
-		_ = unstructured.SetNestedSlice(u.Object, []any{old, v2def}, "spec", "versions")
-	})
+	addStorageVersion(t, name, "v2")
 	waitUntil(t, "the watch to move to v2", 15*time.Second, func() bool { return watching(r.w, v2) && !watching(r.w, v1) })
 	// The v2 informer's list is held: these changes fall in the gap.
 	mutate(t, v2, ns, "changed", func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, int64(2), "spec", "n") })

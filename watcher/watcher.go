@@ -326,25 +326,25 @@ func (w *Watcher) reportSynced(ctx context.Context, start time.Time) {
 func (w *Watcher) reportNoWatch(ctx context.Context, period time.Duration) {
 	warned := false
 	wait.UntilWithContext(ctx, func(context.Context) {
-		keys := w.mgr.Watches()
+		statuses := w.mgr.Statuses()
 		failing := map[string]string{}
-		for k, err := range w.mgr.Unsynced() {
-			if err != nil {
-				failing[k.String()] = err.Error()
+		for _, st := range statuses {
+			if !st.Synced && st.Err != nil {
+				failing[st.Key.String()] = st.Err.Error()
 			}
 		}
-		none := len(keys) == 0 || len(failing) == len(keys)
+		none := len(statuses) == 0 || len(failing) == len(statuses)
 		switch {
 		case none && !warned:
 			warned = true
-			if len(keys) == 0 {
+			if len(statuses) == 0 {
 				w.log.Warn("no working watch: no rule selects a served resource, so nothing can fire")
 			} else {
 				w.log.Warn("no working watch: every watch fails, so nothing can fire (dynwatch check --cluster shows what is denied)", "failing", failing)
 			}
 		case !none && warned:
 			warned = false
-			w.log.Info("a watch works again", "watches", len(keys), "failing", len(failing))
+			w.log.Info("a watch works again", "watches", len(statuses), "failing", len(failing))
 		}
 	}, period)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,12 +48,38 @@ func grantConfigMaps(t *testing.T) {
 	}
 }
 
-func TestCheckCluster(t *testing.T) {
-	grantConfigMaps(t)
+// cmOnlyKubeconfig writes a kubeconfig of the cm-only user and returns its path.
+func cmOnlyKubeconfig(t *testing.T) string {
+	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig, cmOnlyToken); err != nil {
 		t.Fatal(err)
 	}
+	return kubeconfig
+}
+
+// createCRD installs a namespaced CRD of group, served in version with any
+// schema (extra is merged into the version, e.g. deprecated), if it is not there.
+func createCRD(t *testing.T, group, plural, kind, version string, extra map[string]any) {
+	t.Helper()
+	v := map[string]any{"name": version, "served": true, "storage": true,
+		"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
+	maps.Copy(v, extra)
+	crd := map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": plural + "." + group},
+		"spec": map[string]any{"group": group, "scope": "Namespaced", "versions": []any{v},
+			"names": map[string]any{"plural": plural, "singular": strings.ToLower(kind), "kind": kind}},
+	}
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if _, err := dynamic.NewForConfigOrDie(cp.Config).Resource(crdGVR).Create(t.Context(), &unstructured.Unstructured{Object: crd}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckCluster(t *testing.T) {
+	grantConfigMaps(t)
+	kubeconfig := cmOnlyKubeconfig(t)
 	code, stdout, stderr := runCLI(t, "check", "--cluster", "--config", "testdata/access.yaml", "--kubeconfig", kubeconfig)
 	if code != exitFailure {
 		t.Errorf("exit %d, want 1: a rule selects nothing and others lack permission", code)

@@ -12,11 +12,7 @@ import (
 	"time"
 
 	"github.com/dynwatch/dynwatch/internal/testenv"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 )
 
 // An API server that cannot be reached is said at WARN within seconds, and
@@ -89,10 +85,7 @@ rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], n
 // instead of running quietly with no working watch.
 func TestNoWorkingWatchIsSaid(t *testing.T) {
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig, cmOnlyToken); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := cmOnlyKubeconfig(t)
 	cfg := writeConfig(t, dir, `apiVersion: dynwatch/v1alpha1
 actions: [{name: out, log: {}}]
 rules: [{name: secrets, resources: [{group: "", resource: secrets}], actions: [out]}]
@@ -105,22 +98,7 @@ rules: [{name: secrets, resources: [{group: "", resource: secrets}], actions: [o
 // An API server warning (here: a deprecated CRD version) is said once at
 // WARN, not on every list and watch.
 func TestAPIServerWarningsOnce(t *testing.T) {
-	d := dynamic.NewForConfigOrDie(cp.Config)
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	crd := map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "olds.warn.example.com"},
-		"spec": map[string]any{
-			"group": "warn.example.com", "scope": "Namespaced",
-			"names": map[string]any{"plural": "olds", "singular": "old", "kind": "Old"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true, "deprecated": true,
-				"deprecationWarning": "olds v1 is going away",
-				"schema":             map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
-		},
-	}
-	if _, err := d.Resource(crdGVR).Create(t.Context(), &unstructured.Unstructured{Object: crd}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	createCRD(t, "warn.example.com", "olds", "Old", "v1", map[string]any{"deprecated": true, "deprecationWarning": "olds v1 is going away"})
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, `apiVersion: dynwatch/v1alpha1
 actions: [{name: out, log: {}}]
@@ -143,22 +121,8 @@ rules: [{name: olds, resources: [{group: warn.example.com, resource: olds}], nam
 // check --cluster on a glob over a group that mixes versions lists every
 // resource of it, each in its one version.
 func TestCheckClusterMixedVersions(t *testing.T) {
-	d := dynamic.NewForConfigOrDie(cp.Config)
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	for _, c := range []struct{ plural, kind, version string }{{"alertconfigs", "AlertConfig", "v1alpha1"}, {"scrapers", "Scraper", "v1alpha1"}, {"monitors", "Monitor", "v1"}} {
-		crd := map[string]any{
-			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-			"metadata": map[string]any{"name": c.plural + ".monitoring.mix.example"},
-			"spec": map[string]any{
-				"group": "monitoring.mix.example", "scope": "Namespaced",
-				"names": map[string]any{"plural": c.plural, "singular": strings.ToLower(c.kind), "kind": c.kind},
-				"versions": []any{map[string]any{"name": c.version, "served": true, "storage": true,
-					"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
-			},
-		}
-		if _, err := d.Resource(crdGVR).Create(t.Context(), &unstructured.Unstructured{Object: crd}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
+		createCRD(t, "monitoring.mix.example", c.plural, c.kind, c.version, nil)
 	}
 	cfg := writeConfig(t, t.TempDir(), `apiVersion: dynwatch/v1alpha1
 actions: [{name: out, log: {}}]
@@ -190,10 +154,7 @@ func TestAuditIncompleteExitsThree(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig, cmOnlyToken); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := cmOnlyKubeconfig(t)
 	nothing := writeConfig(t, dir, `apiVersion: dynwatch/v1alpha1
 actions: [{name: out, log: {}}]
 rules:

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,10 +53,7 @@ func TestOperationsServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig, cmOnlyToken); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := cmOnlyKubeconfig(t)
 	addr := freeAddr(t)
 	cfg := writeConfig(t, dir, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
 server: {address: %q}
@@ -85,6 +81,10 @@ rules:
 		_, metrics = get(t, base+"/metrics")
 		return strings.Contains(metrics, `dynwatch_deliveries_total{action="out",result="ok"} 1`)
 	})
+	// A scrape gathers its collectors concurrently, so the one that saw the
+	// delivery may have read the event counters just before the event: every
+	// counter is bumped before the delivery ends, so a scrape begun now has all.
+	_, metrics = get(t, base+"/metrics")
 	var ours []string
 	for _, l := range strings.Split(metrics, "\n") {
 		if strings.HasPrefix(l, "dynwatch_") && !strings.Contains(l, "_bucket{") {
