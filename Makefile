@@ -38,9 +38,11 @@ demo: testenv build ## run dynwatch against a local API server with a demo CRD; 
 bench: ## benchmarks (compare runs with benchstat)
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./rules/... ./action/...
 
-fuzz: ## fuzz the config loader and tail's --where parser for a minute each
+fuzz: ## fuzz the config loader, tail's --where parser and the informers' JSON splitters for a minute each
 	$(GO) test ./plan -run '^$$' -fuzz FuzzParse -fuzztime 60s
 	$(GO) test ./tail -run '^$$' -fuzz FuzzParseWhere -fuzztime 60s
+	$(GO) test ./dyninformer -run '^$$' -fuzz FuzzParseObject -fuzztime 60s -fuzzminimizetime 5s
+	$(GO) test ./dyninformer -run '^$$' -fuzz FuzzFrameReader -fuzztime 60s -fuzzminimizetime 5s
 
 clean: ## remove build outputs (keeps the control-plane binaries)
 	rm -rf bin

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	k8sdiscovery "k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/metrics"
 	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/state"
@@ -35,9 +35,9 @@ type Options struct {
 	ConfigCheckInterval time.Duration
 	// ResetState discards the state file of state.path before opening it.
 	ResetState bool
-	// Dynamic and Discovery are the cluster's clients; Kube is needed for
-	// leader election (Leases).
-	Dynamic   dynamic.Interface
+	// Informers lists and watches for the informers, Discovery follows the
+	// served resources; Kube is needed for leader election (Leases).
+	Informers *dyninformer.Client
 	Discovery k8sdiscovery.DiscoveryInterface
 	Kube      kubernetes.Interface
 	// Logger receives dynwatch's own logs. Default: slog.Default().
@@ -120,7 +120,7 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	if store != nil {
 		defer store.Close()
 	}
-	w, err := watcher.New(file, d.o.Dynamic, d.o.Discovery, watcher.Options{Logger: d.log, Stdout: d.o.Stdout, Store: store, Metrics: d.metrics})
+	w, err := watcher.New(file, d.o.Informers, d.o.Discovery, watcher.Options{Logger: d.log, Stdout: d.o.Stdout, Store: store, Metrics: d.metrics})
 	if err != nil {
 		d.log.Error("cannot build actions", "err", err)
 		return ErrFailed

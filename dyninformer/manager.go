@@ -1,6 +1,11 @@
-// Package dyninformer runs one dynamic shared informer per watched resource and
+// Package dyninformer runs one shared informer per watched resource and
 // namespace scope, started and stopped while the program runs, and turns what
 // they see into events whose objects are JSON bytes.
+//
+// Its informers never decode objects into maps: list pages and watch frames are
+// split into each object's JSON bytes (managedFields cut out), and the cache
+// keeps those bytes and the few metadata fields it needs (Object). Events carry
+// the cached bytes as they are; nothing is marshalled per event.
 //
 // It knows nothing of rules or actions: it imports no dynwatch package but
 // event.
@@ -8,7 +13,6 @@ package dyninformer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,12 +25,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/dynwatch/dynwatch/event"
@@ -69,7 +71,7 @@ type Handler func(Key, *event.Event)
 
 // Manager owns the set of running informers.
 type Manager struct {
-	client  dynamic.Interface
+	client  *Client
 	resync  time.Duration
 	handler Handler
 	log     *slog.Logger
@@ -115,7 +117,7 @@ type Options struct {
 }
 
 // NewManager returns a manager that sends every event to handler.
-func NewManager(client dynamic.Interface, handler Handler, opts Options) *Manager {
+func NewManager(client *Client, handler Handler, opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -313,14 +315,13 @@ func (m *Manager) Unsynced() map[Key]error {
 func (m *Manager) newEntry(w Watch) *entry {
 	k := w.Key()
 	e := &entry{watch: w}
-	ri := m.client.Resource(k.GVR).Namespace(w.Namespace)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return ri.List(ctx, opts)
+			return m.client.List(ctx, k.GVR, w.Namespace, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.AllowWatchBookmarks = true
-			wi, err := ri.Watch(ctx, opts)
+			wi, err := m.client.Watch(ctx, k.GVR, w.Namespace, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -328,16 +329,11 @@ func (m *Manager) newEntry(w Watch) *entry {
 			return newTouchWatch(wi, func() { e.seen.Store(m.now().UnixNano()) }), nil
 		},
 	}
-	e.informer = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, m.client), &unstructured.Unstructured{},
+	// The client streams the initial list as watch events when client-go's
+	// WatchListClient feature is on (KUBE_FEATURE_WatchListClient), and lists
+	// in pages when it is off; its decoder serves both.
+	e.informer = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, m.client), &Object{},
 		cache.SharedIndexInformerOptions{ResyncPeriod: m.resync, ObjectDescription: k.GVR.String()})
-	// managedFields are often the largest part of an object and no rule reads
-	// them: drop them before the object enters the cache.
-	_ = e.informer.SetTransform(func(obj any) (any, error) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			u.SetManagedFields(nil)
-		}
-		return obj, nil
-	})
 	_ = e.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		m.watchError(e, err)
 	})
@@ -379,9 +375,9 @@ func (m *Manager) newEntry(w Watch) *entry {
 // replaced reports whether an update is between two objects of one name but
 // different uids.
 func replaced(oldObj, newObj any) bool {
-	o, ok1 := oldObj.(*unstructured.Unstructured)
-	n, ok2 := newObj.(*unstructured.Unstructured)
-	return ok1 && ok2 && o.GetUID() != n.GetUID()
+	o, ok1 := oldObj.(*Object)
+	n, ok2 := newObj.(*Object)
+	return ok1 && ok2 && o.uid != n.uid
 }
 
 // origin is where an add from e's informer comes from.
@@ -431,36 +427,26 @@ func (m *Manager) watchError(e *entry, err error) {
 	m.log.Warn("cannot watch resource; retrying with backoff", "resource", e.watch.Key().String(), "reason", reason, "err", err)
 }
 
-// event turns what an informer handed over into an Event; nil when there is
-// nothing to hand on (a resync, an object that cannot be encoded).
+// event turns what an informer handed over into an Event, sharing the cached
+// bytes; nil when there is nothing to hand on (a resync).
 func (m *Manager) event(e *entry, t event.Type, obj, oldObj any) *event.Event {
-	u, ok := obj.(*unstructured.Unstructured)
+	o, ok := obj.(*Object)
 	if !ok {
 		m.log.Error("unexpected object type from informer", "resource", e.watch.Key().String(), "type", fmt.Sprintf("%T", obj))
 		return nil
 	}
 	var oldJSON []byte
 	if t == event.Update {
-		old, ok := oldObj.(*unstructured.Unstructured)
+		old, ok := oldObj.(*Object)
 		if !ok {
 			return nil
 		}
-		if old.GetResourceVersion() == u.GetResourceVersion() {
+		if old.resourceVersion == o.resourceVersion {
 			return nil // a resync: nothing changed, nothing fires
 		}
-		b, err := json.Marshal(old.Object)
-		if err != nil {
-			m.log.Error("encode object", "resource", e.watch.Key().String(), "name", u.GetName(), "err", err)
-			return nil
-		}
-		oldJSON = b
+		oldJSON = old.raw
 	}
-	b, err := json.Marshal(u.Object)
-	if err != nil {
-		m.log.Error("encode object", "resource", e.watch.Key().String(), "name", u.GetName(), "err", err)
-		return nil
-	}
-	return event.New(t, e.watch.Resource, b, oldJSON, m.now())
+	return event.New(t, e.watch.Resource, o.raw, oldJSON, m.now())
 }
 
 // Status is one watch's health, for /readyz and metrics.

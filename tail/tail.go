@@ -21,7 +21,6 @@ import (
 	"github.com/tidwall/gjson"
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/client-go/dynamic"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/dynwatch/dynwatch/config"
@@ -248,7 +247,7 @@ func (o *Options) Rule() (*rules.Rule, error) {
 }
 
 // Run follows the resources until ctx is done.
-func Run(ctx context.Context, client dynamic.Interface, o Options) error {
+func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 	rule, err := o.Rule()
 	if err != nil {
 		return err

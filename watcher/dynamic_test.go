@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 
 	dwdiscovery "github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/dyninformer"
@@ -175,7 +174,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, file, dynamic.NewForConfigOrDie(cfg), discovery.NewDiscoveryClientForConfigOrDie(cfg), infoLogs)
+	r := run(t, file, informerClient(t, cfg), discovery.NewDiscoveryClientForConfigOrDie(cfg), infoLogs)
 	waitUntil(t, "the forbidden report", 20*time.Second, func() bool {
 		return strings.Contains(r.logs.String(), "reason=Forbidden") && strings.Contains(r.logs.String(), "secrets.v1 in namespace "+ns)
 	})

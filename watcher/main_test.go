@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/internal/testenv"
 	"github.com/dynwatch/dynwatch/plan"
@@ -293,7 +294,7 @@ func startLiveWith(t testing.TB, config string, level slog.Level) *running {
 	wc := &watchCounter{counts: map[string]int{}}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(wc.wrap)
-	dc, err := dynamic.NewForConfig(cfg)
+	dc, err := dyninformer.NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func startLiveWith(t testing.TB, config string, level slog.Level) *running {
 }
 
 // run runs a watcher of file with the given clients until the test ends.
-func run(t testing.TB, file *plan.File, dc dynamic.Interface, disc discovery.DiscoveryInterface, level slog.Level) *running {
+func run(t testing.TB, file *plan.File, dc *dyninformer.Client, disc discovery.DiscoveryInterface, level slog.Level) *running {
 	t.Helper()
 	out := newLines()
 	logs := &testenv.Buffer{}
@@ -342,3 +343,13 @@ var (
 )
 
 var waitUntil = testenv.WaitFor
+
+// informerClient returns the client informers list and watch with.
+func informerClient(t testing.TB, cfg *rest.Config) *dyninformer.Client {
+	t.Helper()
+	c, err := dyninformer.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -177,7 +177,7 @@ func runWithState(t *testing.T, cp *testenv.Env, config, dbPath string, wrap fun
 	out := newLines()
 	logs := &testenv.Buffer{}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	w, err := New(file, dynamic.NewForConfigOrDie(cfg), discovery.NewDiscoveryClientForConfigOrDie(cp.Config), Options{Logger: log, Stdout: out, Store: store})
+	w, err := New(file, informerClient(t, cfg), discovery.NewDiscoveryClientForConfigOrDie(cp.Config), Options{Logger: log, Stdout: out, Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	k8sdiscovery "k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/dynwatch/dynwatch/action"
 	"github.com/dynwatch/dynwatch/config"
@@ -106,7 +105,7 @@ type Options struct {
 }
 
 // New builds the actions of file and a watcher for it.
-func New(file *plan.File, dyn dynamic.Interface, disc k8sdiscovery.DiscoveryInterface, opts Options) (*Watcher, error) {
+func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface, opts Options) (*Watcher, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -135,11 +134,11 @@ func New(file *plan.File, dyn dynamic.Interface, disc k8sdiscovery.DiscoveryInte
 	}
 	w.queues = queues
 	w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues)})
-	w.mgr = dyninformer.NewManager(dyn, w.handle, dyninformer.Options{
+	w.mgr = dyninformer.NewManager(client, w.handle, dyninformer.Options{
 		Resync: file.Config.Defaults.Resync.Std(),
 		Logger: opts.Logger,
 	})
-	w.crds = dyninformer.NewManager(dyn, func(dyninformer.Key, *event.Event) { w.kick() }, dyninformer.Options{Logger: opts.Logger})
+	w.crds = dyninformer.NewManager(client, func(dyninformer.Key, *event.Event) { w.kick() }, dyninformer.Options{Logger: opts.Logger})
 	_, _ = w.crds.Set([]dyninformer.Watch{{Resource: CRDResource}}, dyninformer.ListsKnown)
 	return w, nil
 }

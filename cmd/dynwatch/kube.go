@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	dwdiscovery "github.com/dynwatch/dynwatch/discovery"
+	"github.com/dynwatch/dynwatch/dyninformer"
 )
 
 // restConfig loads the client config the way kubectl does: --kubeconfig, then
@@ -49,6 +50,7 @@ func (k *kubeFlags) defaultNamespace() string {
 // conn holds the clients of one cluster.
 type conn struct {
 	dyn   dynamic.Interface
+	raw   *dyninformer.Client // what informers list and watch with
 	disc  discovery.DiscoveryInterface
 	typed kubernetes.Interface
 }
@@ -61,6 +63,9 @@ func (k *kubeFlags) connect() (*conn, error) {
 	}
 	c := &conn{}
 	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.raw, err = dyninformer.NewClient(cfg); err != nil {
 		return nil, err
 	}
 	if c.typed, err = kubernetes.NewForConfig(cfg); err != nil {

@@ -57,7 +57,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		File:                file,
 		ConfigCheckInterval: *reloadEvery,
 		ResetState:          *resetState,
-		Dynamic:             c.dyn,
+		Informers:           c.raw,
 		Discovery:           c.disc,
 		Kube:                c.typed,
 		Logger:              log,

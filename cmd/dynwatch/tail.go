@@ -88,7 +88,7 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 	}
 	ctx, _, stop := signalContext(ctx, e)
 	defer stop()
-	if err := tail.Run(ctx, c.dyn, opts); err != nil {
+	if err := tail.Run(ctx, c.raw, opts); err != nil {
 		fmt.Fprintln(e.stderr, "dynwatch tail:", err)
 		return exitFailure
 	}

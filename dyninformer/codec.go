@@ -1,0 +1,494 @@
+package dyninformer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/tidwall/gjson"
+)
+
+// rawSerializer is the REST client's content negotiation for JSON that is kept
+// as bytes: list pages become Lists of Objects, watch frames WatchEvents whose
+// objects become Objects, errors metav1.Status. Nothing is decoded into maps.
+type rawSerializer struct{}
+
+func (rawSerializer) SupportedMediaTypes() []runtime.SerializerInfo {
+	return []runtime.SerializerInfo{{
+		MediaType:        "application/json",
+		MediaTypeType:    "application",
+		MediaTypeSubType: "json",
+		EncodesAsText:    true,
+		Serializer:       rawCodec{},
+		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: rawCodec{}, Framer: jsonFramer{}},
+	}}
+}
+
+func (rawSerializer) EncoderForVersion(e runtime.Encoder, _ runtime.GroupVersioner) runtime.Encoder {
+	return e
+}
+
+func (rawSerializer) DecoderToVersion(d runtime.Decoder, _ runtime.GroupVersioner) runtime.Decoder {
+	return d
+}
+
+// rawCodec decodes into the types the REST client, the reflector and the
+// watch decoder ask for.
+type rawCodec struct{}
+
+func (rawCodec) Identifier() runtime.Identifier { return "dyninformer-raw-json" }
+
+// Encode writes obj as JSON; list and watch send no bodies, so it only serves
+// completeness (and DeleteOptions-style parameters, which are not used).
+func (rawCodec) Encode(obj runtime.Object, w io.Writer) error {
+	if o, ok := obj.(*Object); ok {
+		_, err := w.Write(o.raw)
+		return err
+	}
+	return json.NewEncoder(w).Encode(obj)
+}
+
+func (rawCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	switch into := into.(type) {
+	case *metav1.WatchEvent:
+		if err := decodeWatchEvent(data, into); err != nil {
+			return nil, nil, err
+		}
+		return into, nil, nil
+	case *List:
+		if err := parseList(data, into); err != nil {
+			return nil, nil, err
+		}
+		return into, nil, nil
+	case *metav1.Status:
+		if err := json.Unmarshal(data, into); err != nil {
+			return nil, nil, err
+		}
+		return into, nil, nil
+	case *Object:
+		o, err := parseObject(data, "", "")
+		if err != nil {
+			return nil, nil, err
+		}
+		*into = *o
+		return into, nil, nil
+	case nil:
+		if isStatus(data) {
+			st := &metav1.Status{}
+			if err := json.Unmarshal(data, st); err != nil {
+				return nil, nil, err
+			}
+			return st, nil, nil
+		}
+		o, err := parseObject(data, "", "")
+		if err != nil {
+			return nil, nil, err
+		}
+		return o, nil, nil
+	}
+	return nil, nil, fmt.Errorf("dyninformer: cannot decode into %T", into)
+}
+
+// isStatus reports whether data is a metav1.Status (an error from the API
+// server), which comes with kind and apiVersion first.
+func isStatus(data []byte) bool {
+	kind, apiVersion := "", ""
+	gjson.Result{Type: gjson.JSON, Raw: str(data)}.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "kind":
+			kind = v.Str
+		case "apiVersion":
+			apiVersion = v.Str
+		default:
+			return false
+		}
+		return kind == "" || apiVersion == ""
+	})
+	return kind == "Status" && apiVersion == "v1"
+}
+
+var eventTypes = []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error}
+
+// decodeWatchEvent reads a watch frame's type and the span of its object;
+// into.Object.Raw is a slice of frame, which the watch decoder turns into an
+// Object (a copy) before the next frame is read.
+func decodeWatchEvent(frame []byte, into *metav1.WatchEvent) error {
+	var obj gjson.Result
+	typ := ""
+	gjson.Result{Type: gjson.JSON, Raw: str(frame)}.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "type":
+			typ = v.Str
+		case "object":
+			obj = v
+		}
+		return true
+	})
+	// typ is a view of frame, which the next frame overwrites: keep the
+	// constant that equals it.
+	i := slices.Index(eventTypes, watch.EventType(typ))
+	if i < 0 {
+		return fmt.Errorf("watch event of unknown type %q", typ)
+	}
+	into.Type = string(eventTypes[i])
+	if !obj.IsObject() {
+		return errors.New("watch event without an object")
+	}
+	into.Object = runtime.RawExtension{Raw: frame[obj.Index : obj.Index+len(obj.Raw)]}
+	return nil
+}
+
+// parseList reads a list page: its metadata, and every item as an Object, in
+// one pass over the items. Items of lists of built-in types have no kind or
+// apiVersion; they get the list's (kind without "List").
+func parseList(body []byte, into *List) error {
+	p := &scanner{b: body}
+	if !p.open('{') {
+		return errors.New("list: not a JSON object")
+	}
+	kind, apiVersion := "", ""
+	for {
+		key, ok := p.key()
+		if !ok {
+			break
+		}
+		switch key {
+		case "kind", "apiVersion":
+			s, e := p.value()
+			var v string
+			if json.Unmarshal(body[s:e], &v) != nil {
+				return fmt.Errorf("list: bad %s", key)
+			}
+			if key == "kind" {
+				kind = v
+			} else {
+				apiVersion = v
+			}
+		case "metadata":
+			s, e := p.value()
+			if err := json.Unmarshal(body[s:e], &into.ListMeta); err != nil {
+				return fmt.Errorf("list metadata: %w", err)
+			}
+		case "items":
+			if err := p.items(func(item []byte) error {
+				o, err := parseObject(item, strings.TrimSuffix(kind, "List"), apiVersion)
+				if err == nil {
+					into.Items = append(into.Items, o)
+				}
+				return err
+			}); err != nil {
+				return err
+			}
+		default:
+			p.value()
+		}
+		if p.err != nil {
+			return p.err
+		}
+	}
+	if p.err != nil {
+		return p.err
+	}
+	if into.Items == nil {
+		into.Items = []runtime.Object{}
+	}
+	return nil
+}
+
+// scanner walks JSON text without decoding it; it trusts the API server to send
+// valid JSON, and reports truncated input.
+type scanner struct {
+	b   []byte
+	i   int
+	err error
+}
+
+func (p *scanner) skipSpace() {
+	for p.i < len(p.b) && (isSpace(p.b[p.i]) || p.b[p.i] == ',' || p.b[p.i] == ':') {
+		p.i++
+	}
+}
+
+func (p *scanner) open(c byte) bool {
+	p.skipSpace()
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// key reads the next member's key; false at the end of the object.
+func (p *scanner) key() (string, bool) {
+	p.skipSpace()
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		if p.i < len(p.b) && p.b[p.i] == '}' {
+			p.i++
+		} else {
+			p.err = errors.New("list: truncated or malformed JSON")
+		}
+		return "", false
+	}
+	s := p.i
+	e := skipValue(p.b, p.i)
+	if e < 0 {
+		p.err = errors.New("list: truncated JSON")
+		return "", false
+	}
+	p.i = e
+	k := p.b[s+1 : e-1]
+	if bytes.IndexByte(k, '\\') >= 0 {
+		var u string
+		_ = json.Unmarshal(p.b[s:e], &u)
+		return u, true
+	}
+	return string(k), true
+}
+
+// value skips the next value and returns its span.
+func (p *scanner) value() (int, int) {
+	p.skipSpace()
+	s := p.i
+	e := skipValue(p.b, p.i)
+	if e < 0 {
+		p.err = errors.New("list: truncated JSON")
+		return s, s
+	}
+	p.i = e
+	return s, e
+}
+
+// items calls f with every element of the array that comes next.
+func (p *scanner) items(f func([]byte) error) error {
+	p.skipSpace()
+	if p.i < len(p.b) && p.b[p.i] == 'n' { // null
+		p.value()
+		return p.err
+	}
+	if !p.open('[') {
+		return errors.New("list: items is not an array")
+	}
+	for {
+		p.skipSpace()
+		if p.i >= len(p.b) {
+			return errors.New("list: truncated JSON")
+		}
+		if p.b[p.i] == ']' {
+			p.i++
+			return nil
+		}
+		s, e := p.value()
+		if p.err != nil {
+			return p.err
+		}
+		if err := f(p.b[s:e]); err != nil {
+			return err
+		}
+	}
+}
+
+// skipValue returns the end of the JSON value that starts at b[i], or -1 if
+// it is cut short. Strings are skipped with IndexByte, which is what keeps the
+// scan fast: most of an object's bytes are inside strings.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; c {
+		case '"':
+			e := skipString(b, i+1)
+			if e < 0 {
+				return -1
+			}
+			i = e
+			if depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth <= 0 {
+				return i + 1
+			}
+		case ',', ':', ' ', '\n', '\r', '\t':
+		default:
+			if depth == 0 { // a number, true, false or null
+				for i < len(b) && !strings.ContainsRune(",}] \n\r\t", rune(b[i])) {
+					i++
+				}
+				return i
+			}
+		}
+		i++
+	}
+	return -1
+}
+
+// skipString returns the index after the closing quote of the string whose
+// contents start at b[i], or -1 if it does not end in b.
+func skipString(b []byte, i int) int {
+	for {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return -1
+		}
+		// The quote ends the string unless an odd number of backslashes
+		// precedes it.
+		n := 0
+		for j := i + q - 1; j >= i && b[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return i + q + 1
+		}
+		i += q + 1
+	}
+}
+
+// jsonFramer splits a watch stream into its JSON objects in one pass.
+type jsonFramer struct{}
+
+func (jsonFramer) NewFrameReader(r io.ReadCloser) io.ReadCloser { return &frameReader{r: r} }
+func (jsonFramer) NewFrameWriter(w io.Writer) io.Writer         { return w }
+
+// maxFrame bounds one watch frame; the API server limits objects to a few MiB.
+const maxFrame = 64 << 20
+
+// frameReader returns one JSON object of the stream per Read (the contract of
+// client-go's frame readers): if it does not fit, as much as fits and
+// io.ErrShortBuffer, and the rest on the next Reads. It scans each byte once,
+// and remembers how far it got when it has to read more.
+type frameReader struct {
+	r          io.ReadCloser
+	buf        []byte
+	start, end int // buf[start:end] is read and not yet returned
+	pos, depth int // scan state of the frame at start: next byte, nesting
+	inString   bool
+	rest       []byte // the part of the last frame that did not fit
+	err        error
+}
+
+func (f *frameReader) Close() error { return f.r.Close() }
+
+func (f *frameReader) Read(p []byte) (int, error) {
+	if len(f.rest) > 0 {
+		n := copy(p, f.rest)
+		f.rest = f.rest[n:]
+		if len(f.rest) > 0 {
+			return n, io.ErrShortBuffer
+		}
+		f.rest = nil
+		return n, nil
+	}
+	frame, err := f.next()
+	if err != nil {
+		return 0, err
+	}
+	n := copy(p, frame)
+	if n < len(frame) {
+		f.rest = frame[n:] // buf is not refilled before rest is drained
+		return n, io.ErrShortBuffer
+	}
+	return n, nil
+}
+
+// next returns the next frame, a slice of buf valid until the next call.
+func (f *frameReader) next() ([]byte, error) {
+	for {
+		if e, ok := f.scan(); ok {
+			frame := f.buf[f.start:e]
+			f.start, f.pos, f.depth = e, e, 0
+			return frame, nil
+		}
+		if f.err != nil {
+			if f.err == io.EOF && f.pos > f.start {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, f.err
+		}
+		if err := f.fill(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// scan goes on scanning the frame at start; it returns the frame's end when
+// the frame is complete.
+func (f *frameReader) scan() (int, bool) {
+	b := f.buf[:f.end]
+	if f.pos == f.start { // a new frame: skip what separates frames
+		for f.start < f.end && isSpace(b[f.start]) {
+			f.start++
+		}
+		f.pos = f.start
+	}
+	for i := f.pos; i < f.end; {
+		if f.inString {
+			e := skipString(b, i)
+			if e < 0 {
+				// Keep the backslashes at the end unscanned: they may
+				// escape a quote still to come.
+				j := f.end
+				for j > i && b[j-1] == '\\' {
+					j--
+				}
+				f.pos = j
+				return 0, false
+			}
+			f.inString = false
+			i = e
+			continue
+		}
+		switch b[i] {
+		case '"':
+			f.inString = true
+		case '{', '[':
+			f.depth++
+		case '}', ']':
+			f.depth--
+			if f.depth == 0 {
+				return i + 1, true
+			}
+		case ' ', '\n', '\r', '\t', ',', ':':
+		default:
+			if f.depth == 0 {
+				f.err = fmt.Errorf("watch stream: expected a JSON object, got %q", b[i])
+				f.pos = i
+				return 0, false
+			}
+		}
+		i++
+	}
+	f.pos = f.end
+	return 0, false
+}
+
+// fill reads more of the stream, first moving the frame in progress to the
+// front of buf, growing it when the frame fills it.
+func (f *frameReader) fill() error {
+	if f.start > 0 {
+		n := copy(f.buf, f.buf[f.start:f.end])
+		f.pos -= f.start
+		f.end, f.start = n, 0
+	}
+	if f.end == len(f.buf) {
+		if len(f.buf) >= maxFrame {
+			return fmt.Errorf("watch stream: a frame larger than %d bytes", maxFrame)
+		}
+		f.buf = append(f.buf, make([]byte, max(len(f.buf), 32<<10))...)
+	}
+	n, err := f.r.Read(f.buf[f.end:])
+	f.end += n
+	f.err = err
+	return nil
+}

@@ -1,0 +1,283 @@
+package dyninformer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testenv"
+)
+
+// kubeconfigEnv hands a child test process the parent's API server, so that
+// TestWatchListOnAndOff's children need not start their own.
+const kubeconfigEnv = "DYNWATCH_TEST_KUBECONFIG"
+
+// The API server starts with the first test that needs it (cluster), so that
+// fuzzing and the codec tests run without one.
+var (
+	startOnce  sync.Once
+	env        *testenv.Env // nil in a child, which uses its parent's
+	restConfig *rest.Config
+	startErr   error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if env != nil {
+		env.Stop()
+	}
+	os.Exit(code)
+}
+
+// cluster returns the config of the test API server, starting it if need be.
+func cluster(t *testing.T) *rest.Config {
+	t.Helper()
+	startOnce.Do(func() {
+		if path := os.Getenv(kubeconfigEnv); path != "" {
+			restConfig, startErr = clientcmd.BuildConfigFromFlags("", path)
+			return
+		}
+		env, startErr = testenv.Start(testenv.Options{})
+		if startErr == nil {
+			restConfig = env.Config
+		}
+	})
+	if startErr != nil {
+		t.Fatal(startErr)
+	}
+	return restConfig
+}
+
+var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// TestWatchListOnAndOff runs TestInformerLifecycle in a child process with
+// client-go's streaming watch-list on and with it off, as users switch it:
+// KUBE_FEATURE_WatchListClient. client-go reads its feature gates once per
+// process, so each setting needs a process of its own.
+func TestWatchListOnAndOff(t *testing.T) {
+	if os.Getenv(kubeconfigEnv) != "" {
+		t.Skip("in a child")
+	}
+	cluster(t)
+	kubeconfig := env.Kubeconfig
+	for _, on := range []string{"true", "false"} {
+		t.Run("WatchListClient="+on, func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run", "^TestInformerLifecycle$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), kubeconfigEnv+"="+kubeconfig, "KUBE_FEATURE_WatchListClient="+on, "DYNWATCH_WANT_WATCHLIST="+on)
+			out, err := cmd.CombinedOutput()
+			if err != nil || !bytes.Contains(out, []byte("--- PASS: TestInformerLifecycle")) {
+				t.Fatalf("child: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// requests records the list and watch requests an informer makes.
+type requests struct {
+	mu   sync.Mutex
+	urls []string
+}
+
+func (r *requests) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		r.mu.Lock()
+		r.urls = append(r.urls, req.URL.RequestURI())
+		r.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+func (r *requests) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.urls)
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// collector keeps the events a manager hands over.
+type collector struct {
+	mu  sync.Mutex
+	evs []*event.Event
+}
+
+func (c *collector) handle(_ Key, ev *event.Event) {
+	c.mu.Lock()
+	c.evs = append(c.evs, ev)
+	c.mu.Unlock()
+}
+
+func (c *collector) events() []*event.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.evs)
+}
+
+func (c *collector) waitFor(t *testing.T, n int) []*event.Event {
+	t.Helper()
+	testenv.WaitFor(t, fmt.Sprintf("%d events", n), 20*time.Second, func() bool { return len(c.events()) >= n })
+	return c.events()
+}
+
+func namespace(t *testing.T, d dynamic.Interface) string {
+	t.Helper()
+	name := fmt.Sprintf("informer-%d", time.Now().UnixNano())
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
+	if _, err := d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func configMap(name, value string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": name, "labels": map[string]any{"app": "x"}}, "data": map[string]any{"v": value}}}
+}
+
+// TestInformerLifecycle follows config maps through an initial list, an
+// update, a delete, a resync and a replay, and checks that the objects are
+// the server's JSON without managedFields, with their kind, and that the list
+// came the way client-go's feature gate says.
+func TestInformerLifecycle(t *testing.T) {
+	d := dynamic.NewForConfigOrDie(cluster(t))
+	ns := namespace(t, d)
+	for _, n := range []string{"a", "b", "c"} {
+		if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), configMap(n, "1"), metav1.CreateOptions{FieldManager: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := &requests{}
+	cfg := rest.CopyConfig(restConfig)
+	cfg.Wrap(reqs.wrap)
+	client, err := NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := &collector{}
+	m := NewManager(client, col.handle, Options{Resync: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	key := Watch{Resource: event.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}, Namespace: ns}
+	m.Set([]Watch{key}, ListsKnown)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if !m.WaitForSync(t.Context()) {
+		t.Fatal("no sync")
+	}
+	evs := col.waitFor(t, 3)
+	for _, ev := range evs {
+		if ev.Type != event.Add || ev.Origin != event.InitialList || ev.Namespace != ns || ev.UID == "" || ev.ResourceVersion == "" {
+			t.Errorf("initial event %+v", ev)
+		}
+		checkObject(t, ev.Object)
+	}
+	checkListMode(t, reqs.list(), ns)
+
+	b, err := d.Resource(cmGVR).Namespace(ns).Get(t.Context(), "b", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Object["data"] = map[string]any{"v": "2"}
+	if _, err := d.Resource(cmGVR).Namespace(ns).Update(t.Context(), b, metav1.UpdateOptions{FieldManager: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Resource(cmGVR).Namespace(ns).Delete(t.Context(), "c", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	evs = col.waitFor(t, 5)
+	upd, del := evs[3], evs[4]
+	if upd.Type != event.Update || upd.Name != "b" || !bytes.Contains(upd.Object, []byte(`"v":"2"`)) || !bytes.Contains(upd.OldObject, []byte(`"v":"1"`)) {
+		t.Errorf("update: %s %s\nobject %s\nold %s", upd.Type, upd.Name, upd.Object, upd.OldObject)
+	}
+	if del.Type != event.Delete || del.Name != "c" {
+		t.Errorf("delete: %s %s", del.Type, del.Name)
+	}
+	checkObject(t, upd.Object)
+	checkObject(t, upd.OldObject)
+
+	// Resyncs (every 200ms here) hand the cache over again: no events.
+	time.Sleep(700 * time.Millisecond)
+	if n := len(col.events()); n != 5 {
+		t.Errorf("%d events after resyncs, want still 5", n)
+	}
+	// Replay hands over the cache as it is now: a and b.
+	if !m.Replay(key.Key(), 9) {
+		t.Fatal("Replay: not synced")
+	}
+	evs = col.waitFor(t, 7)
+	var names []string
+	for _, ev := range evs[5:] {
+		names = append(names, ev.Name)
+		if ev.Origin != event.InitialList || ev.Epoch != 9 {
+			t.Errorf("replayed %s: origin %v epoch %d", ev.Name, ev.Origin, ev.Epoch)
+		}
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"a", "b"}) {
+		t.Errorf("replayed %v, want a and b", names)
+	}
+}
+
+// checkObject: the bytes are an object with kind and apiVersion, labels and
+// data, and no managedFields, though the server keeps them.
+func checkObject(t *testing.T, b []byte) {
+	t.Helper()
+	m := decodeMap(t, b)
+	md, _ := m["metadata"].(map[string]any)
+	if m["kind"] != "ConfigMap" || m["apiVersion"] != "v1" || md["name"] == nil || md["labels"] == nil || m["data"] == nil {
+		t.Errorf("object %s", b)
+	}
+	if _, ok := md["managedFields"]; ok {
+		t.Errorf("managedFields kept: %s", b)
+	}
+}
+
+// checkListMode: with watch-list the initial list is a watch that sends the
+// existing objects first; without it, a LIST.
+func checkListMode(t *testing.T, urls []string, ns string) {
+	t.Helper()
+	var lists, watchLists int
+	for _, u := range urls {
+		if !strings.Contains(u, "/namespaces/"+ns+"/configmaps") {
+			continue
+		}
+		switch {
+		case strings.Contains(u, "sendInitialEvents=true"):
+			watchLists++
+		case !strings.Contains(u, "watch=true"):
+			lists++
+		}
+	}
+	want := os.Getenv("DYNWATCH_WANT_WATCHLIST")
+	t.Logf("KUBE_FEATURE_WatchListClient=%q: %d lists, %d watch-lists", os.Getenv("KUBE_FEATURE_WatchListClient"), lists, watchLists)
+	switch want {
+	case "true":
+		if watchLists != 1 || lists != 0 {
+			t.Errorf("want one watch-list and no LIST; requests:\n%s", strings.Join(urls, "\n"))
+		}
+	case "false":
+		if watchLists != 0 || lists == 0 {
+			t.Errorf("want a LIST and no watch-list; requests:\n%s", strings.Join(urls, "\n"))
+		}
+	}
+}

@@ -1,0 +1,300 @@
+package dyninformer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unsafe"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tidwall/gjson"
+)
+
+// Object is one object as the informer cache keeps it: its JSON bytes as the
+// API server sent them, managedFields cut out, and the few metadata fields the
+// cache needs, read from those bytes. It is never decoded into maps unless a
+// caller asks for that (Unstructured).
+//
+// An Object is read-only: its bytes are shared by the cache and every event
+// made from it. The metav1.Object setters panic; decode a copy with
+// Unstructured to change it.
+type Object struct {
+	raw                                   []byte
+	name, namespace, uid, resourceVersion string
+}
+
+// JSON returns the object's JSON bytes (managedFields cut out). They must not
+// be modified.
+func (o *Object) JSON() []byte { return o.raw }
+
+// Unstructured decodes the object; every call decodes anew, so the caller owns
+// the result.
+func (o *Object) Unstructured() (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(o.raw); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// GetObjectKind is part of runtime.Object; the kind stays in the bytes.
+func (o *Object) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject returns a copy sharing the immutable bytes.
+func (o *Object) DeepCopyObject() runtime.Object { c := *o; return &c }
+
+// The metav1.Object getters the cache, the reflector and the key functions call
+// are fields; the rest read the bytes on each call.
+
+func (o *Object) GetName() string            { return o.name }
+func (o *Object) GetNamespace() string       { return o.namespace }
+func (o *Object) GetUID() types.UID          { return types.UID(o.uid) }
+func (o *Object) GetResourceVersion() string { return o.resourceVersion }
+func (o *Object) GetGenerateName() string    { return o.meta("generateName").Str }
+func (o *Object) GetSelfLink() string        { return o.meta("selfLink").Str }
+func (o *Object) GetGeneration() int64       { return o.meta("generation").Int() }
+func (o *Object) GetLabels() map[string]string {
+	return stringMap(o.meta("labels"))
+}
+func (o *Object) GetAnnotations() map[string]string {
+	return stringMap(o.meta("annotations"))
+}
+func (o *Object) GetCreationTimestamp() metav1.Time {
+	var t metav1.Time
+	_ = o.metaInto("creationTimestamp", &t)
+	return t
+}
+func (o *Object) GetDeletionTimestamp() *metav1.Time {
+	var t *metav1.Time
+	_ = o.metaInto("deletionTimestamp", &t)
+	return t
+}
+func (o *Object) GetDeletionGracePeriodSeconds() *int64 {
+	r := o.meta("deletionGracePeriodSeconds")
+	if !r.Exists() || r.Type == gjson.Null {
+		return nil
+	}
+	n := r.Int()
+	return &n
+}
+func (o *Object) GetFinalizers() []string {
+	var f []string
+	_ = o.metaInto("finalizers", &f)
+	return f
+}
+func (o *Object) GetOwnerReferences() []metav1.OwnerReference {
+	var refs []metav1.OwnerReference
+	_ = o.metaInto("ownerReferences", &refs)
+	return refs
+}
+
+// GetManagedFields returns nil: managedFields are cut out of cached objects.
+func (o *Object) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
+
+func (o *Object) meta(field string) gjson.Result {
+	return gjson.GetBytes(o.raw, "metadata."+gjsonEscape(field))
+}
+
+func (o *Object) metaInto(field string, v any) error {
+	r := o.meta(field)
+	if !r.Exists() {
+		return nil
+	}
+	return json.Unmarshal([]byte(r.Raw), v)
+}
+
+func gjsonEscape(s string) string {
+	if !strings.ContainsAny(s, ".*?|#@\\") {
+		return s
+	}
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(".*?|#@\\", c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func stringMap(r gjson.Result) map[string]string {
+	if !r.IsObject() {
+		return nil
+	}
+	m := map[string]string{}
+	r.ForEach(func(k, v gjson.Result) bool {
+		m[k.Str] = v.Str
+		return true
+	})
+	return m
+}
+
+var errReadOnly = errors.New("dyninformer: cached objects are read-only; change a copy from Unstructured()")
+
+func (o *Object) SetName(string)                                 { panic(errReadOnly) }
+func (o *Object) SetNamespace(string)                            { panic(errReadOnly) }
+func (o *Object) SetUID(types.UID)                               { panic(errReadOnly) }
+func (o *Object) SetResourceVersion(string)                      { panic(errReadOnly) }
+func (o *Object) SetGenerateName(string)                         { panic(errReadOnly) }
+func (o *Object) SetSelfLink(string)                             { panic(errReadOnly) }
+func (o *Object) SetGeneration(int64)                            { panic(errReadOnly) }
+func (o *Object) SetLabels(map[string]string)                    { panic(errReadOnly) }
+func (o *Object) SetAnnotations(map[string]string)               { panic(errReadOnly) }
+func (o *Object) SetCreationTimestamp(metav1.Time)               { panic(errReadOnly) }
+func (o *Object) SetDeletionTimestamp(*metav1.Time)              { panic(errReadOnly) }
+func (o *Object) SetDeletionGracePeriodSeconds(*int64)           { panic(errReadOnly) }
+func (o *Object) SetFinalizers([]string)                         { panic(errReadOnly) }
+func (o *Object) SetOwnerReferences([]metav1.OwnerReference)     { panic(errReadOnly) }
+func (o *Object) SetManagedFields([]metav1.ManagedFieldsEntry)   { panic(errReadOnly) }
+
+var _ metav1.Object = (*Object)(nil)
+
+// List is one page of a list: what the reflector's pager reads items and the
+// resource version from.
+type List struct {
+	metav1.ListMeta
+	Items []runtime.Object
+}
+
+// GetObjectKind is part of runtime.Object.
+func (l *List) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject copies the list; the items are immutable and shared.
+func (l *List) DeepCopyObject() runtime.Object {
+	c := *l
+	c.Items = append([]runtime.Object(nil), l.Items...)
+	return &c
+}
+
+// str views b as a string without copying, for gjson: b must not change while
+// the string or anything gjson returned from it is in use, and nothing read
+// from it may be kept without a copy.
+func str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// parseObject makes an Object of one JSON object: it reads the metadata in one
+// pass, copies the bytes once with managedFields cut out, and adds kind and
+// apiVersion where the object has none (items of lists of built-in types).
+// src is not kept.
+func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
+	open := firstNonSpace(src)
+	if open < 0 || src[open] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	top := gjson.Result{Type: gjson.JSON, Raw: str(src)}
+	var md gjson.Result
+	hasKind, hasAPIVersion := false, false
+	// kind and apiVersion come before metadata when they are there at all: Go's
+	// encoders write TypeMeta first, and an unstructured object's keys sorted.
+	top.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "kind":
+			hasKind = true
+		case "apiVersion":
+			hasAPIVersion = true
+		case "metadata":
+			md = v
+			return false
+		}
+		return true
+	})
+	if !md.IsObject() {
+		return nil, errors.New("object without metadata")
+	}
+	o := &Object{}
+	cut := [2]int{-1, -1}
+	md.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "name":
+			o.name = strings.Clone(v.Str)
+		case "namespace":
+			o.namespace = strings.Clone(v.Str)
+		case "uid":
+			o.uid = strings.Clone(v.Str)
+		case "resourceVersion":
+			o.resourceVersion = strings.Clone(v.Str)
+		case "managedFields":
+			cut = [2]int{k.Index, v.Index + len(v.Raw)}
+		}
+		return true
+	})
+	var prefix []byte
+	if !hasKind && kind != "" {
+		prefix = fmt.Appendf(prefix, `"kind":%q,`, kind)
+	}
+	if !hasAPIVersion && apiVersion != "" {
+		prefix = fmt.Appendf(prefix, `"apiVersion":%q,`, apiVersion)
+	}
+	o.raw = assemble(src, open, lastNonSpace(src), prefix, widenCut(src, cut))
+	return o, nil
+}
+
+// widenCut extends the span of a "key":value member to one of its commas, so
+// that what is left stays valid JSON.
+func widenCut(src []byte, cut [2]int) [2]int {
+	if cut[0] < 0 {
+		return cut
+	}
+	i := cut[0] - 1
+	for i >= 0 && isSpace(src[i]) {
+		i--
+	}
+	if i >= 0 && src[i] == ',' {
+		return [2]int{i, cut[1]}
+	}
+	j := cut[1]
+	for j < len(src) && isSpace(src[j]) {
+		j++
+	}
+	if j < len(src) && src[j] == ',' {
+		return [2]int{cut[0], j + 1}
+	}
+	return cut
+}
+
+// assemble copies src[open:end+1] into a slice of exactly its final size, with
+// prefix after the opening brace and the cut span left out.
+func assemble(src []byte, open, end int, prefix []byte, cut [2]int) []byte {
+	n := end + 1 - open + len(prefix)
+	if cut[0] >= 0 {
+		n -= cut[1] - cut[0]
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '{')
+	out = append(out, prefix...)
+	if cut[0] < 0 {
+		return append(out, src[open+1:end+1]...)
+	}
+	out = append(out, src[open+1:cut[0]]...)
+	return append(out, src[cut[1]:end+1]...)
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+
+func firstNonSpace(b []byte) int {
+	for i, c := range b {
+		if !isSpace(c) {
+			return i
+		}
+	}
+	return -1
+}
+
+func lastNonSpace(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if !isSpace(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
