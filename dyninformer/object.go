@@ -137,21 +137,21 @@ func stringMap(r gjson.Result) map[string]string {
 
 var errReadOnly = errors.New("dyninformer: cached objects are read-only; change a copy from Unstructured()")
 
-func (o *Object) SetName(string)                                 { panic(errReadOnly) }
-func (o *Object) SetNamespace(string)                            { panic(errReadOnly) }
-func (o *Object) SetUID(types.UID)                               { panic(errReadOnly) }
-func (o *Object) SetResourceVersion(string)                      { panic(errReadOnly) }
-func (o *Object) SetGenerateName(string)                         { panic(errReadOnly) }
-func (o *Object) SetSelfLink(string)                             { panic(errReadOnly) }
-func (o *Object) SetGeneration(int64)                            { panic(errReadOnly) }
-func (o *Object) SetLabels(map[string]string)                    { panic(errReadOnly) }
-func (o *Object) SetAnnotations(map[string]string)               { panic(errReadOnly) }
-func (o *Object) SetCreationTimestamp(metav1.Time)               { panic(errReadOnly) }
-func (o *Object) SetDeletionTimestamp(*metav1.Time)              { panic(errReadOnly) }
-func (o *Object) SetDeletionGracePeriodSeconds(*int64)           { panic(errReadOnly) }
-func (o *Object) SetFinalizers([]string)                         { panic(errReadOnly) }
-func (o *Object) SetOwnerReferences([]metav1.OwnerReference)     { panic(errReadOnly) }
-func (o *Object) SetManagedFields([]metav1.ManagedFieldsEntry)   { panic(errReadOnly) }
+func (o *Object) SetName(string)                               { panic(errReadOnly) }
+func (o *Object) SetNamespace(string)                          { panic(errReadOnly) }
+func (o *Object) SetUID(types.UID)                             { panic(errReadOnly) }
+func (o *Object) SetResourceVersion(string)                    { panic(errReadOnly) }
+func (o *Object) SetGenerateName(string)                       { panic(errReadOnly) }
+func (o *Object) SetSelfLink(string)                           { panic(errReadOnly) }
+func (o *Object) SetGeneration(int64)                          { panic(errReadOnly) }
+func (o *Object) SetLabels(map[string]string)                  { panic(errReadOnly) }
+func (o *Object) SetAnnotations(map[string]string)             { panic(errReadOnly) }
+func (o *Object) SetCreationTimestamp(metav1.Time)             { panic(errReadOnly) }
+func (o *Object) SetDeletionTimestamp(*metav1.Time)            { panic(errReadOnly) }
+func (o *Object) SetDeletionGracePeriodSeconds(*int64)         { panic(errReadOnly) }
+func (o *Object) SetFinalizers([]string)                       { panic(errReadOnly) }
+func (o *Object) SetOwnerReferences([]metav1.OwnerReference)   { panic(errReadOnly) }
+func (o *Object) SetManagedFields([]metav1.ManagedFieldsEntry) { panic(errReadOnly) }
 
 var _ metav1.Object = (*Object)(nil)
 
