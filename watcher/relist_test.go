@@ -88,8 +88,9 @@ func (c *cutter) lists() int {
 
 // An object deleted and re-created under its name while the watch was down,
 // found by the relist after 410 Gone, is a delete of the old uid and an add of
-// the new one, never an update between two uids; and the state's records stay
-// exact, so that the next start replays nothing.
+// the new one, never an update between two uids; an object deleted while the
+// watch was down is a delete (the informer's tombstone); and the state's
+// records stay exact, so that the next start replays nothing.
 func TestRelistAfterGapSplitsReplacedObject(t *testing.T) {
 	// Without the watch cache, a watch that resumes from a compacted
 	// resourceVersion gets 410 Gone from etcd itself.
@@ -122,6 +123,8 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 	waitUntil(t, "the baseline", 30*time.Second, func() bool { return len(r.w.durable.listingKeys()) == 0 && r.w.Synced() })
 	uid1 := cmCreate("x")
 	r.out.waitMatch(t, "the add of x", eventWait, func(p event.Payload) bool { return p.UID == uid1 })
+	uidY := cmCreate("y")
+	r.out.waitMatch(t, "the add of y", eventWait, func(p event.Payload) bool { return p.UID == uidY })
 
 	cut.cut()
 	time.Sleep(300 * time.Millisecond)
@@ -129,22 +132,33 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 		t.Fatal(err)
 	}
 	uid2 := cmCreate("x")
+	if err := d.Resource(cmGVR).Namespace(ns).Delete(t.Context(), "y", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := cp.CompactEtcd(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	lists := cut.lists()
 	cut.release()
 	r.out.waitMatch(t, "the add of the new x", eventWait, func(p event.Payload) bool { return p.UID == uid2 })
+	r.out.waitMatch(t, "the delete of y", eventWait, func(p event.Payload) bool { return p.UID == uidY && p.Type == event.Delete })
 	if cut.lists() == lists {
 		t.Fatal("no relist happened: the test did not exercise the 410 path")
 	}
-	var seq []string
+	var seq, seqY []string
 	for _, p := range r.out.snapshot() {
+		if p.Name == "y" {
+			seqY = append(seqY, fmt.Sprintf("%s %s", p.Type, p.UID))
+			continue
+		}
 		seq = append(seq, fmt.Sprintf("%s %s", p.Type, p.UID))
 	}
 	want := []string{"add " + uid1, "delete " + uid1, "add " + uid2}
 	if fmt.Sprint(seq) != fmt.Sprint(want) {
-		t.Errorf("events %v, want %v", seq, want)
+		t.Errorf("events of x %v, want %v", seq, want)
+	}
+	if want := []string{"add " + uidY, "delete " + uidY}; fmt.Sprint(seqY) != fmt.Sprint(want) {
+		t.Errorf("events of y %v, want %v", seqY, want)
 	}
 	stop()
 
