@@ -7,7 +7,7 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 TESTENV   := .testenv/bin
 GOTESTFLAGS ?=
 
-.PHONY: all build image testenv test unit vet demo bench fuzz clean help
+.PHONY: all build image testenv test unit vet demo bench bench-e2e fuzz clean help
 
 all: build
 
@@ -37,6 +37,9 @@ demo: testenv build ## run dynwatch against a local API server with a demo CRD; 
 
 bench: ## benchmarks (compare runs with benchstat)
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./rules/... ./action/...
+
+bench-e2e: testenv ## dynwatch against a raw LIST, a dynamic informer and a raw watch on a local API server; BENCH_E2E_FLAGS="-n 10000 -variants deployments,crd"
+	DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) $(GO) run ./hack/benche2e $(BENCH_E2E_FLAGS)
 
 fuzz: ## fuzz the config loader, tail's --where parser and the informers' JSON splitters for a minute each
 	$(GO) test ./plan -run '^$$' -fuzz FuzzParse -fuzztime 60s

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/dynwatch/dynwatch/daemon"
+	"github.com/dynwatch/dynwatch/dyninformer"
+	"github.com/dynwatch/dynwatch/plan"
+)
+
+// A child is one measured process. It reports to the parent on stdout:
+//
+//	SYNCED <ns>   its initial list is done, ns after it began
+//	HEAP <bytes>  live heap after a GC, less what it held before it began
+//	LAT <ns>      one update seen, ns after the parent wrote it
+//	CPU <ns>      its CPU time so far, on the parent's "CPU" line on stdin
+//
+// and exits when its stdin closes.
+type child struct {
+	mode, kubeconfig, ns, state string
+	v                           variant
+
+	mu  sync.Mutex
+	out io.Writer
+}
+
+func (c *child) say(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fmt.Fprintf(c.out, format+"\n", args...)
+}
+
+// latencyAnnotation carries the time the parent wrote an update (Unix ns).
+const latencyAnnotation = "bench-written"
+
+func (c *child) latency(written string) {
+	if t, err := strconv.ParseInt(written, 10, 64); err == nil {
+		c.say("LAT %d", time.Now().UnixNano()-t)
+	}
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func runChild(c *child) error {
+	c.out = os.Stdout
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling in any mode
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base := liveHeap()
+	start := time.Now()
+	synced := func() {
+		c.say("SYNCED %d", time.Since(start).Nanoseconds())
+		h := liveHeap()
+		c.say("HEAP %d", int64(h)-int64(base))
+	}
+	run := map[string]func(context.Context, *rest.Config, func()) error{
+		"list": c.list, "dynamic": c.dynamicInformer, "rawwatch": c.rawWatch, "dynwatch": c.dynwatch,
+	}[c.mode]
+	if run == nil {
+		return fmt.Errorf("unknown mode %q", c.mode)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx, cfg, synced) }()
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			if sc.Text() == "CPU" {
+				c.say("CPU %d", cpuTime().Nanoseconds())
+			}
+		}
+		cancel()
+	}()
+	return <-errc
+}
+
+// list reads every page of the objects as bytes, as a client that decodes
+// nothing would.
+func (c *child) list(ctx context.Context, cfg *rest.Config, synced func()) error {
+	rc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	client, err := rest.RESTClientForConfigAndClient(restConfigFor(cfg), rc)
+	if err != nil {
+		return err
+	}
+	cont := ""
+	for {
+		req := client.Get().AbsPath(apiPath(c.v, c.ns)...).Param("limit", "500")
+		if cont != "" {
+			req = req.Param("continue", cont)
+		}
+		body, err := req.DoRaw(ctx)
+		if err != nil {
+			return err
+		}
+		if cont = gjson.GetBytes(body, "metadata.continue").Str; cont == "" {
+			break
+		}
+	}
+	synced()
+	<-ctx.Done()
+	return nil
+}
+
+// dynamicInformer is a plain client-go dynamic shared informer: JSON decoded
+// into unstructured maps, kept whole.
+func (c *child) dynamicInformer(ctx context.Context, cfg *rest.Config, synced func()) error {
+	d, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(d, 0, c.ns, nil)
+	inf := f.ForResource(c.v.gvr).Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) {
+			c.latency(obj.(*unstructured.Unstructured).GetAnnotations()[latencyAnnotation])
+		},
+	})
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return ctx.Err()
+	}
+	synced()
+	<-ctx.Done()
+	f.Shutdown()
+	return nil
+}
+
+// rawWatch is the floor of event latency: one watch, each event decoded once.
+func (c *child) rawWatch(ctx context.Context, cfg *rest.Config, synced func()) error {
+	d, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ri := d.Resource(c.v.gvr).Namespace(c.ns)
+	l, err := ri.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return err
+	}
+	w, err := ri.Watch(ctx, metav1.ListOptions{ResourceVersion: l.GetResourceVersion()})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	synced()
+	for ev := range w.ResultChan() {
+		if u, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type == watch.Modified {
+			c.latency(u.GetAnnotations()[latencyAnnotation])
+		}
+	}
+	return nil
+}
+
+// dynwatch runs what `dynwatch run` runs, with one rule on the objects and a
+// log action whose output is read for latencies.
+func (c *child) dynwatch(ctx context.Context, cfg *rest.Config, synced func()) error {
+	config := "apiVersion: dynwatch/v1alpha1\n"
+	if c.state != "" {
+		config += fmt.Sprintf("state: {path: %s}\n", c.state)
+	}
+	config += fmt.Sprintf("actions: [{name: out, log: {}}]\nrules: [{name: bench, resources: [{group: %q, resource: %s}], namespaces: [%s], actions: [out]}]\n",
+		c.v.gvr.Group, c.v.gvr.Resource, c.ns)
+	file, err := plan.Parse("bench.yaml", []byte(config))
+	if err != nil {
+		return err
+	}
+	raw, err := dyninformer.NewClient(cfg)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var once sync.Once
+	log := slog.New(&syncHandler{Handler: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}),
+		synced: func() { once.Do(func() { go synced() }) }})
+	return daemon.Run(ctx, daemon.Options{File: file, Informers: raw, Discovery: kube.Discovery(), Kube: kube,
+		Logger: log, Stdout: &lineWriter{line: func(b []byte) {
+			c.latency(gjson.GetBytes(b, "object.metadata.annotations."+latencyAnnotation).Str)
+		}}})
+}
+
+// syncHandler tells when the watcher logs that its informers synced.
+type syncHandler struct {
+	slog.Handler
+	synced func()
+}
+
+func (h *syncHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *syncHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "all informers synced" {
+		h.synced()
+	}
+	if !h.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *syncHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &syncHandler{Handler: h.Handler.WithAttrs(as), synced: h.synced}
+}
+
+func (h *syncHandler) WithGroup(name string) slog.Handler {
+	return &syncHandler{Handler: h.Handler.WithGroup(name), synced: h.synced}
+}
+
+// lineWriter calls line with every complete line written to it.
+type lineWriter struct {
+	buf  []byte
+	line func([]byte)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := indexNewline(w.buf)
+		if i < 0 {
+			return len(p), nil
+		}
+		w.line(w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
+}
+
+func indexNewline(b []byte) int { return bytes.IndexByte(b, '\n') }
+
+// restConfigFor is cfg for reading bytes: no decoding is asked of it.
+func restConfigFor(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &schema.GroupVersion{}
+	c.APIPath = "/"
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return c
+}
+
+func apiPath(v variant, ns string) []string {
+	p := []string{"api", v.gvr.Version}
+	if v.gvr.Group != "" {
+		p = []string{"apis", v.gvr.Group, v.gvr.Version}
+	}
+	return append(p, "namespaces", ns, v.gvr.Resource)
+}

@@ -1,0 +1,152 @@
+// Command benche2e measures dynwatch against the floor and the usual way, side
+// by side in one run on a local API server: a raw paginated LIST, a plain
+// client-go dynamic informer, and dynwatch with and without restart state
+// (sync time, peak RSS, CPU, heap per JSON byte), then the latency of updates
+// through dynwatch against a raw watch. Each is a process of its own (this
+// binary, re-run as a child), so that RSS and CPU are the process's.
+// `make bench-e2e` runs it; it asserts nothing.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+
+	"github.com/dynwatch/dynwatch/internal/testenv"
+)
+
+type options struct {
+	n        int
+	variants []string
+	updates  int
+	interval time.Duration
+	idle     time.Duration
+}
+
+func main() {
+	var o options
+	var vs string
+	c := &child{}
+	var variantName string
+	flag.IntVar(&o.n, "n", 10000, "objects per variant")
+	flag.StringVar(&vs, "variants", "deployments,crd", "which objects: deployments (a built-in kind), crd (a custom resource of the same size)")
+	flag.IntVar(&o.updates, "updates", 500, "updates made in the latency phase")
+	flag.DurationVar(&o.interval, "interval", 10*time.Millisecond, "pause between two updates")
+	flag.DurationVar(&o.idle, "idle", 2*time.Second, "how long each process idles after its initial sync before it is stopped")
+	flag.StringVar(&c.mode, "child", "", "internal: run as a measured process of this mode")
+	flag.StringVar(&c.kubeconfig, "kubeconfig", "", "internal: the child's cluster")
+	flag.StringVar(&variantName, "variant", "", "internal: the child's objects")
+	flag.StringVar(&c.ns, "ns", "", "internal: the child's namespace")
+	flag.StringVar(&c.state, "state", "", "internal: the child's state file (dynwatch)")
+	flag.Parse()
+	if c.mode != "" {
+		c.v = variants[variantName]
+		if err := runChild(c); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-e2e child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	o.variants = strings.Split(vs, ",")
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-e2e:", err)
+		os.Exit(1)
+	}
+}
+
+func say(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench-e2e: "+format+"\n", args...)
+}
+
+func run(o options) error {
+	ctx := context.Background()
+	say("starting etcd and kube-apiserver")
+	env, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	d, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		return err
+	}
+	env.Config.QPS, env.Config.Burst = -1, 0
+	dir, err := os.MkdirTemp("", "bench-e2e-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Printf("# dynwatch bench-e2e: %d objects per variant, %d updates; %s\n\n", o.n, o.updates, machine())
+	for _, name := range o.variants {
+		v, ok := variants[name]
+		if !ok {
+			return fmt.Errorf("unknown variant %q", name)
+		}
+		if v.name == "crd" {
+			if err := installCRD(ctx, d); err != nil {
+				return err
+			}
+		}
+		ns := "bench-" + v.name
+		say("%s: creating %d objects", v.name, o.n)
+		if err := populate(ctx, d, v, ns, o.n); err != nil {
+			return err
+		}
+		r, err := measure(ctx, o, env, d, v, ns, filepath.Join(dir, v.name+".db"))
+		if err != nil {
+			return err
+		}
+		r.print(o)
+	}
+	return nil
+}
+
+// measure runs every process on the objects of v, one after the other, then
+// the latency phase.
+func measure(ctx context.Context, o options, env *testenv.Env, d dynamic.Interface, v variant, ns, statePath string) (*result, error) {
+	r := &result{v: v, n: o.n}
+	var err error
+	if r.jsonBytes, r.managedBytes, err = listBytes(ctx, env.Config, v, ns); err != nil {
+		return nil, err
+	}
+	for _, s := range syncRuns(statePath) {
+		say("%s: %s", v.name, s.label)
+		p, err := start(s.mode, env.Kubeconfig, v, ns, s.state)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.waitSynced(5 * time.Minute); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.label, err)
+		}
+		time.Sleep(o.idle)
+		if err := p.stop(); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.label, err)
+		}
+		r.syncs = append(r.syncs, syncResult{label: s.label, sync: p.sync, heap: p.heap, rss: p.rss, cpu: p.cpu})
+	}
+	say("%s: latency of %d updates", v.name, o.updates)
+	lat, err := latencies(ctx, o, env, d, v, ns, statePath)
+	if err != nil {
+		return nil, err
+	}
+	r.lat = lat
+	return r, nil
+}
+
+type syncRun struct{ label, mode, state string }
+
+func syncRuns(statePath string) []syncRun {
+	return []syncRun{
+		{"raw paginated LIST", "list", ""},
+		{"client-go dynamic informer", "dynamic", ""},
+		{"dynwatch", "dynwatch", ""},
+		{"dynwatch, state (first start)", "dynwatch", statePath},
+		{"dynwatch, state (restart)", "dynwatch", statePath},
+	}
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// proc is a running child and what it reported.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	synced chan struct{} // closed on HEAP, which follows SYNCED
+	cpus   chan time.Duration
+	exited chan struct{}
+
+	sync time.Duration
+	heap int64
+
+	mu  sync.Mutex
+	lat []time.Duration
+
+	// From the process's rusage once it has exited.
+	rss int64 // bytes
+	cpu time.Duration
+}
+
+func start(mode, kubeconfig string, v variant, ns, state string) (*proc, error) {
+	cmd := exec.Command(os.Args[0], "-child", mode, "-kubeconfig", kubeconfig, "-variant", v.name, "-ns", ns, "-state", state)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &proc{name: mode, cmd: cmd, stdin: stdin, synced: make(chan struct{}), cpus: make(chan time.Duration, 1), exited: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go p.read(stdout)
+	return p, nil
+}
+
+func (p *proc) read(r io.Reader) {
+	defer close(p.exited)
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		word, arg, _ := strings.Cut(sc.Text(), " ")
+		n, _ := strconv.ParseInt(arg, 10, 64)
+		switch word {
+		case "SYNCED":
+			p.sync = time.Duration(n)
+		case "HEAP":
+			p.heap = n
+			close(p.synced)
+		case "LAT":
+			p.mu.Lock()
+			p.lat = append(p.lat, time.Duration(n))
+			p.mu.Unlock()
+		case "CPU":
+			p.cpus <- time.Duration(n)
+		}
+	}
+}
+
+func (p *proc) waitSynced(timeout time.Duration) error {
+	select {
+	case <-p.synced:
+		return nil
+	case <-p.exited:
+		_ = p.cmd.Wait()
+		return fmt.Errorf("%s exited before its initial sync", p.name)
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Kill()
+		return fmt.Errorf("%s did not sync within %s", p.name, timeout)
+	}
+}
+
+// cpuNow asks the child for its CPU time so far.
+func (p *proc) cpuNow() (time.Duration, error) {
+	if _, err := io.WriteString(p.stdin, "CPU\n"); err != nil {
+		return 0, err
+	}
+	select {
+	case d := <-p.cpus:
+		return d, nil
+	case <-time.After(30 * time.Second):
+		return 0, errors.New(p.name + " did not report its CPU time")
+	}
+}
+
+func (p *proc) latencies() []time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Duration(nil), p.lat...)
+}
+
+// stop closes the child's stdin, which ends it, and reads its rusage.
+func (p *proc) stop() error {
+	_ = p.stdin.Close()
+	done := make(chan error, 1)
+	go func() { <-p.exited; done <- p.cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		_ = p.cmd.Process.Kill()
+		err = errors.New(p.name + " did not stop")
+	}
+	if p.cmd.ProcessState == nil {
+		return err
+	}
+	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		p.rss = ru.Maxrss * 1024
+		p.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return err
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"time"
+)
+
+type syncResult struct {
+	label string
+	sync  time.Duration
+	heap  int64
+	rss   int64
+	cpu   time.Duration
+}
+
+type result struct {
+	v                       variant
+	n                       int
+	jsonBytes, managedBytes int64
+	syncs                   []syncResult
+	lat                     []latencyResult
+}
+
+func machine() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s, %d CPUs, %s/%s, %s", host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
+}
+
+func mb(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+func pct(lat []time.Duration, p int) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+func (r *result) sync(label string) syncResult {
+	for _, s := range r.syncs {
+		if s.label == label {
+			return s
+		}
+	}
+	return syncResult{}
+}
+
+func (r *result) print(o options) {
+	fmt.Printf("## %s: %d %s, %s of JSON as served (%.0f%% of it managedFields)\n\n", r.v.name, r.n, r.v.kind, mb(r.jsonBytes), 100*float64(r.managedBytes)/float64(r.jsonBytes))
+	fmt.Println("| process | initial sync | peak RSS | CPU | heap per JSON byte |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, s := range r.syncs {
+		heap := fmt.Sprintf("%.2f", float64(s.heap)/float64(r.jsonBytes))
+		if s.label == "raw paginated LIST" {
+			heap = "(keeps nothing)"
+		}
+		fmt.Printf("| %s | %s | %s | %s | %s |\n", s.label, secs(s.sync), mb(s.rss), secs(s.cpu), heap)
+	}
+	fmt.Printf("\n| process (%d updates, side by side) | received | latency p50 | p99 | CPU per event |\n|---|---|---|---|---|\n", o.updates)
+	for _, l := range r.lat {
+		fmt.Printf("| %s | %d | %s | %s | %.0f µs |\n", l.label, l.received, ms(pct(l.lat, 50)), ms(pct(l.lat, 99)), float64(l.cpu.Microseconds())/float64(max(l.received, 1)))
+	}
+	r.printRatios()
+}
+
+// printRatios prints the goals of the issue as measured ratios.
+func (r *result) printRatios() {
+	dyn, dw := r.sync("client-go dynamic informer"), r.sync("dynwatch")
+	list, first, restart := r.sync("raw paginated LIST"), r.sync("dynwatch, state (first start)"), r.sync("dynwatch, state (restart)")
+	perEvent := func(l latencyResult) float64 { return float64(l.cpu) / float64(max(l.received, 1)) }
+	raw, live, stated := r.lat[0], r.lat[1], r.lat[2]
+	rows := []struct {
+		what        string
+		ratio, goal float64
+	}{
+		{"peak RSS, dynwatch / dynamic informer", float64(dw.rss) / float64(dyn.rss), 0.13},
+		{"CPU, dynwatch / dynamic informer", float64(dw.cpu) / float64(dyn.cpu), 0.05},
+		{"heap per JSON byte, dynwatch", float64(dw.heap) / float64(r.jsonBytes), 1.3},
+		{"initial sync, dynwatch / raw LIST", float64(dw.sync) / float64(list.sync), 1.2},
+		{"latency p99, dynwatch / raw watch", float64(pct(live.lat, 99)) / float64(pct(raw.lat, 99)), 1.1},
+		{"startup with state (first) / without", float64(first.sync) / float64(dw.sync), 1.2},
+		{"startup with state (restart) / without", float64(restart.sync) / float64(dw.sync), 1.2},
+		{"CPU per event, with state / without", perEvent(stated) / perEvent(live), 1.5},
+	}
+	fmt.Println("\n| ratio (one run) | measured | goal | |\n|---|---|---|---|")
+	for _, row := range rows {
+		met := "met"
+		if row.ratio > row.goal {
+			met = "**not met**"
+		}
+		fmt.Printf("| %s | %.3f | ≤ %.2f | %s |\n", row.what, row.ratio, row.goal, met)
+	}
+	fmt.Println()
+}
