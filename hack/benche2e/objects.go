@@ -49,7 +49,7 @@ func podSpec(i int) map[string]any {
 			"env":  env,
 			"ports": []any{map[string]any{"name": "http", "containerPort": int64(8080), "protocol": "TCP"},
 				map[string]any{"name": "metrics", "containerPort": int64(9090), "protocol": "TCP"}},
-			"resources": map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}, "limits": map[string]any{"cpu": "1", "memory": "512Mi"}},
+			"resources":      map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}, "limits": map[string]any{"cpu": "1", "memory": "512Mi"}},
 			"readinessProbe": map[string]any{"httpGet": map[string]any{"path": "/readyz", "port": "http"}, "periodSeconds": int64(10)},
 			"livenessProbe":  map[string]any{"httpGet": map[string]any{"path": "/healthz", "port": "http"}, "periodSeconds": int64(20)},
 			"volumeMounts":   []any{map[string]any{"name": "config", "mountPath": "/etc/app"}},
@@ -83,7 +83,7 @@ func customResource(ns string, i int) map[string]any {
 		"apiVersion": "bench.dynwatch.io/v1", "kind": "Workload",
 		"metadata": map[string]any{"name": fmt.Sprintf("wl-%05d", i), "namespace": ns, "labels": labels(i),
 			"annotations": map[string]any{"owner": "bench@example.com", "description": strings.Repeat("a custom resource of the benchmark ", 4)}},
-		"spec": map[string]any{"replicas": int64(1 + i%3), "template": podSpec(i)},
+		"spec":   map[string]any{"replicas": int64(1 + i%3), "template": podSpec(i)},
 		"status": map[string]any{"phase": "Ready"},
 	}
 }
