@@ -31,23 +31,26 @@ func childPath(parent, key string) string {
 }
 
 func diffValues(a, b gjson.Result, path string, out *[]string) {
-	if ignoredPath(path) {
-		return
+	if ignoredPath(path) || (a.Exists() && a.Raw == b.Raw) {
+		return // the same bytes: nothing under them changed
 	}
 	switch {
 	case a.IsObject() && b.IsObject():
-		seen := map[string]bool{}
-		a.ForEach(func(k, av gjson.Result) bool {
-			seen[k.Str] = true
-			diffValues(av, b.Get(gjson.Escape(k.Str)), childPath(path, k.Str), out)
-			return true
-		})
+		// One pass over each side: b's members by key, then a's.
+		bm := map[string]gjson.Result{}
 		b.ForEach(func(k, bv gjson.Result) bool {
-			if !seen[k.Str] {
-				diffValues(gjson.Result{}, bv, childPath(path, k.Str), out)
-			}
+			bm[k.Str] = bv
 			return true
 		})
+		a.ForEach(func(k, av gjson.Result) bool {
+			bv := bm[k.Str]
+			delete(bm, k.Str)
+			diffValues(av, bv, childPath(path, k.Str), out)
+			return true
+		})
+		for k, bv := range bm {
+			diffValues(gjson.Result{}, bv, childPath(path, k), out)
+		}
 	case a.IsArray() && b.IsArray():
 		as, bs := a.Array(), b.Array()
 		for i := range max(len(as), len(bs)) {

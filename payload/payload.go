@@ -1,6 +1,7 @@
 package payload
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/tidwall/gjson"
@@ -75,9 +76,36 @@ func Build(p *Prepared, rule string, fields []Field) *event.Payload {
 
 // Delivery encodes the payload once, for every action of its rule.
 func Delivery(pl *event.Payload, key string) (*event.Delivery, error) {
-	b, err := Marshal(pl)
+	b, err := encode(pl)
 	if err != nil {
 		return nil, err
 	}
 	return &event.Delivery{Payload: pl, JSON: b, Key: key}, nil
+}
+
+// encode is Marshal(pl), without encoding/json's pass over the objects: they
+// are compact JSON already (the API server's, or Marshal's), and they are the
+// payload's last members, so they are appended as they are.
+func encode(pl *event.Payload) ([]byte, error) {
+	head := *pl
+	head.Object, head.OldObject = nil, nil
+	b, err := Marshal(&head)
+	if err != nil {
+		return nil, err
+	}
+	// b ends with `"object":null}`: the object takes null's place.
+	if !bytes.HasSuffix(b, []byte(`"object":null}`)) {
+		return Marshal(pl) // the payload's shape changed: the slow way
+	}
+	b = b[:len(b)-len("null}")]
+	obj := pl.Object
+	if len(obj) == 0 {
+		obj = json.RawMessage("null")
+	}
+	out := make([]byte, 0, len(b)+len(obj)+len(pl.OldObject)+16)
+	out = append(append(out, b...), obj...)
+	if len(pl.OldObject) > 0 {
+		out = append(append(out, `,"oldObject":`...), pl.OldObject...)
+	}
+	return append(out, '}'), nil
 }
