@@ -35,8 +35,8 @@ unit: ## only the tests that need no API server
 demo: testenv build ## run dynwatch against a local API server with a demo CRD; Ctrl-C stops it all
 	DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) $(GO) run ./hack/demo --dynwatch bin/dynwatch --config config.example.yaml
 
-bench: ## benchmarks (compare runs with benchstat)
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./rules/... ./action/...
+bench: ## Go benchmarks of the hot paths, 6 runs each; compare implementations with: benchstat -col /impl FILE
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./dyninformer/ ./rules/ ./payload/ ./state/ ./watcher/ ./action/
 
 bench-e2e: testenv ## dynwatch against a raw LIST, a dynamic informer and a raw watch on a local API server; BENCH_E2E_FLAGS="-n 10000 -variants deployments,crd"
 	DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) $(GO) run ./hack/benche2e $(BENCH_E2E_FLAGS)

@@ -20,6 +20,7 @@ import (
 	"os"
 	"slices"
 	"time"
+	"unicode"
 
 	"github.com/tidwall/gjson"
 	bolt "go.etcd.io/bbolt"
@@ -275,6 +276,20 @@ func (t *Tx) ForEach(scope string, f func(uid string, r *Record) error) error {
 	})
 }
 
+// ForEachName calls f with the uid, namespace and name of every record of
+// scope, reading only those from each record: what a walk over all records
+// needs to compare them with a list or a set of namespaces.
+func (t *Tx) ForEachName(scope string, f func(uid, namespace, name string) error) error {
+	b := t.objects(scope)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, v []byte) error {
+		who := gjson.GetManyBytes(v, "ns", "name")
+		return f(string(k), who[0].Str, who[1].Str)
+	})
+}
+
 // HasBaseline reports whether scope has been recorded once in full.
 func (t *Tx) HasBaseline(scope string) bool {
 	return t.tx.Bucket(bucketBaseline).Get([]byte(scope)) != nil
@@ -330,11 +345,17 @@ func (t *Tx) Enqueue(action, key string, payload []byte) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v, err := json.Marshal(Pending{Key: key, JSON: payload})
-	if err != nil {
-		return 0, err
-	}
-	return seq, b.Put(seqKey(seq), v)
+	return seq, b.Put(seqKey(seq), pendingJSON(key, payload))
+}
+
+// pendingJSON is json.Marshal(Pending{Key: key, JSON: payload}) for a payload
+// that is compact JSON already (payload.Delivery's): appended as it is, not
+// scanned again.
+func pendingJSON(key string, payload []byte) []byte {
+	k, _ := json.Marshal(key) // a string always encodes
+	v := make([]byte, 0, len(k)+len(payload)+20)
+	v = append(append(append(v, `{"key":`...), k...), `,"payload":`...)
+	return append(append(v, payload...), '}')
 }
 
 func seqKey(seq uint64) []byte {
@@ -399,12 +420,15 @@ func (s *Store) PendingActions() (map[string]int, error) {
 
 // Hash hashes an object's JSON without metadata.resourceVersion, so that an
 // object that only got a new version (an etcd restore, a no-op write) does not
-// count as changed. Objects reach it as dynwatch encodes them: managedFields
-// already dropped and keys in sorted order, so equal content hashes equally; the
-// version is cut out of the bytes rather than decoded and encoded again.
+// count as changed. Objects reach it as the API server encodes them, with
+// managedFields cut out: a server encodes equal content equally (built-in
+// kinds in their fields' order, custom resources with sorted keys), so equal
+// content hashes equally; the version is cut out of the bytes rather than
+// decoded and encoded again. It trusts obj to be JSON, and checks only that it
+// is an object: validating every byte would double its cost.
 func Hash(obj []byte) (string, error) {
-	if !gjson.ValidBytes(obj) {
-		return "", errors.New("hash: not JSON")
+	if i := bytes.IndexFunc(obj, func(r rune) bool { return !unicode.IsSpace(r) }); i < 0 || obj[i] != '{' {
+		return "", errors.New("hash: not a JSON object")
 	}
 	h := sha256.New()
 	if rv := gjson.GetBytes(obj, "metadata.resourceVersion"); rv.Index > 0 {

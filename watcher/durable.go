@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,8 +94,8 @@ func baselineOf(group, resource, ns string) string {
 	return group + "/" + resource + "/" + ns
 }
 
-// inScope reports whether a record is of an object the watch of ns lists.
-func inScope(r *state.Record, ns string) bool { return ns == "" || r.Namespace == ns }
+// inScope reports whether an object in namespace ns is in a watch of watchNS.
+func inScope(ns, watchNS string) bool { return watchNS == "" || ns == watchNS }
 
 // recordPaths are the paths recorded for objects of a resource: every path its
 // rules read, and the metadata.
@@ -122,9 +123,9 @@ func (d *durable) startListing(watches []dyninformer.Started, lists dyninformer.
 				return nil
 			}
 			l.byName = map[string]string{}
-			return tx.ForEach(recordsOf(w.Resource.Group, w.Resource.Resource), func(uid string, r *state.Record) error {
-				if inScope(r, w.Namespace) {
-					l.byName[r.Namespace+"/"+r.Name] = uid
+			return tx.ForEachName(recordsOf(w.Resource.Group, w.Resource.Resource), func(uid, ns, name string) error {
+				if inScope(ns, w.Namespace) {
+					l.byName[ns+"/"+name] = uid
 				}
 				return nil
 			})
@@ -186,8 +187,8 @@ func pruneScope(tx *state.Tx, scope string, nss map[string]bool) error {
 		return nil
 	}
 	var drop []string
-	if err := tx.ForEach(scope, func(uid string, r *state.Record) error {
-		if !nss[r.Namespace] {
+	if err := tx.ForEachName(scope, func(uid, ns, _ string) error {
+		if !nss[ns] {
 			drop = append(drop, uid)
 		}
 		return nil
@@ -227,12 +228,13 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 
 	var out []routed
 	d.commits.Submit(func(tx *state.Tx) error {
-		rec, err := tx.Get(scope, ev.UID)
-		if err != nil {
-			return err
-		}
 		out = nil
+		var rec *state.Record // what was recorded, read for initial lists only
 		if (ev.Origin == event.InitialList || ev.Origin == event.Relist) && l != nil && l.diff && l.baseline {
+			var err error
+			if rec, err = tx.Get(scope, ev.UID); err != nil {
+				return err
+			}
 			if rec == nil {
 				// Deleted and re-created while dynwatch was down: the old
 				// uid's delete goes first.
@@ -251,7 +253,10 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 		if ev.Type == event.Delete {
 			return tx.Delete(scope, ev.UID)
 		}
-		return tx.Put(scope, ev.UID, recordOf(ev, paths, p.file.Redactor))
+		if r := recordOf(ev, rec, paths, p.file.Redactor); r != nil {
+			return tx.Put(scope, ev.UID, r)
+		}
+		return nil
 	}, func(err error) {
 		if err != nil {
 			d.log.Error("state: event not recorded; it fires after the next start", "id", ev.ID(), "err", err)
@@ -304,15 +309,25 @@ func replayOf(ev *event.Event, rec *state.Record, origin event.Origin) *event.Ev
 
 // recordOf is what the state keeps of an object: who it is, its version and
 // content hash, and the values at paths, those that are redacted as digests.
-func recordOf(ev *event.Event, paths []string, red *payload.Redactor) *state.Record {
-	h, _ := state.Hash(ev.Object)
-	return &state.Record{
+// It is nil when rec, the record read before (nil if none was read), holds
+// exactly that already: a restart that finds an object unchanged writes nothing.
+func recordOf(ev *event.Event, rec *state.Record, paths []string, red *payload.Redactor) *state.Record {
+	r := &state.Record{
 		Namespace:       ev.Namespace,
 		Name:            ev.Name,
 		ResourceVersion: ev.ResourceVersion,
-		Hash:            h,
 		Values:          state.Values(ev.Object, paths, func(p string) bool { return red.Covers(ev.Resource, p) }),
 	}
+	if rec != nil && rec.ResourceVersion == r.ResourceVersion {
+		// One version is one content: the hash is the same.
+		r.Hash = rec.Hash
+		if rec.Namespace == r.Namespace && rec.Name == r.Name && maps.EqualFunc(rec.Values, r.Values, func(a, b json.RawMessage) bool { return bytes.Equal(a, b) }) {
+			return nil
+		}
+		return r
+	}
+	r.Hash, _ = state.Hash(ev.Object)
+	return r
 }
 
 // finishListing compares the records of a watch whose initial list is complete
@@ -333,19 +348,24 @@ func (d *durable) finishListing(k dyninformer.Key) {
 	var out []routed
 	d.commits.Submit(func(tx *state.Tx) error {
 		out = nil
-		gone := map[string]*state.Record{}
-		err := tx.ForEach(scope, func(uid string, r *state.Record) error {
-			if !seen[uid] && inScope(r, k.Namespace) {
-				gone[uid] = r
+		var gone []string
+		err := tx.ForEachName(scope, func(uid, ns, _ string) error {
+			if !seen[uid] && inScope(ns, k.Namespace) {
+				gone = append(gone, uid)
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, uid := range slices.Sorted(maps.Keys(gone)) {
+		slices.Sort(gone)
+		for _, uid := range gone {
 			if l.diff && l.baseline {
-				out = append(out, p.route(k.GVR, replayedDelete(l.res, uid, gone[uid], l.found()))...)
+				rec, err := tx.Get(scope, uid)
+				if err != nil {
+					return err
+				}
+				out = append(out, p.route(k.GVR, replayedDelete(l.res, uid, rec, l.found()))...)
 			}
 			if err := tx.Delete(scope, uid); err != nil {
 				return err

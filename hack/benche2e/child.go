@@ -10,17 +10,20 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -44,6 +47,7 @@ import (
 // and exits when its stdin closes.
 type child struct {
 	mode, kubeconfig, ns, state string
+	profile                     string // a directory for CPU and heap profiles
 	v                           variant
 
 	mu  sync.Mutex
@@ -88,15 +92,25 @@ func runChild(c *child) error {
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling in any mode
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if c.profile != "" {
+		stop, err := profile(c.profile + "/" + c.mode + c.suffix())
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	base := liveHeap()
 	start := time.Now()
 	synced := func() {
 		c.say("SYNCED %d", time.Since(start).Nanoseconds())
 		h := liveHeap()
 		c.say("HEAP %d", int64(h)-int64(base))
+		if c.profile != "" {
+			writeHeap(c.profile + "/" + c.mode + c.suffix() + ".heap")
+		}
 	}
 	run := map[string]func(context.Context, *rest.Config, func()) error{
-		"list": c.list, "dynamic": c.dynamicInformer, "rawwatch": c.rawWatch, "dynwatch": c.dynwatch,
+		"list": c.list, "watchlist": c.watchList, "dynamic": c.dynamicInformer, "typed": c.typedInformer, "rawwatch": c.rawWatch, "dynwatch": c.dynwatch,
 	}[c.mode]
 	if run == nil {
 		return fmt.Errorf("unknown mode %q", c.mode)
@@ -145,6 +159,37 @@ func (c *child) list(ctx context.Context, cfg *rest.Config, synced func()) error
 	return nil
 }
 
+// watchList reads the initial list as a stream of watch events, as client-go
+// asks for it by default, as bytes: the floor of a streaming initial sync.
+func (c *child) watchList(ctx context.Context, cfg *rest.Config, synced func()) error {
+	client, err := rest.RESTClientFor(restConfigFor(cfg))
+	if err != nil {
+		return err
+	}
+	body, err := client.Get().AbsPath(apiPath(c.v, c.ns)...).Param("watch", "true").Param("sendInitialEvents", "true").
+		Param("resourceVersionMatch", "NotOlderThan").Param("allowWatchBookmarks", "true").Stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	r := bufio.NewReaderSize(body, 1<<20)
+	for {
+		line, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			continue // a long frame: its end comes with the next read
+		}
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(line, []byte(`"k8s.io/initial-events-end":"true"`)) {
+			break
+		}
+	}
+	synced()
+	<-ctx.Done()
+	return nil
+}
+
 // dynamicInformer is a plain client-go dynamic shared informer: JSON decoded
 // into unstructured maps, kept whole.
 func (c *child) dynamicInformer(ctx context.Context, cfg *rest.Config, synced func()) error {
@@ -159,6 +204,31 @@ func (c *child) dynamicInformer(ctx context.Context, cfg *rest.Config, synced fu
 			c.latency(obj.(*unstructured.Unstructured).GetAnnotations()[latencyAnnotation])
 		},
 	})
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return ctx.Err()
+	}
+	synced()
+	<-ctx.Done()
+	f.Shutdown()
+	return nil
+}
+
+// typedInformer is what a watcher built for one kind does (kubewatch): a
+// clientset shared informer that speaks protobuf. Deployments only.
+func (c *child) typedInformer(ctx context.Context, cfg *rest.Config, synced func()) error {
+	pc := rest.CopyConfig(cfg)
+	pc.ContentType = "application/vnd.kubernetes.protobuf"
+	pc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	cs, err := kubernetes.NewForConfig(pc)
+	if err != nil {
+		return err
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(c.ns))
+	inf := f.Apps().V1().Deployments().Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
+		c.latency(obj.(*appsv1.Deployment).Annotations[latencyAnnotation])
+	}})
 	f.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return ctx.Err()
@@ -285,4 +355,32 @@ func apiPath(v variant, ns string) []string {
 		p = []string{"apis", v.gvr.Group, v.gvr.Version}
 	}
 	return append(p, "namespaces", ns, v.gvr.Resource)
+}
+
+func (c *child) suffix() string {
+	if c.state != "" {
+		return "-state"
+	}
+	return ""
+}
+
+// profile writes a CPU profile of the process to path.cpu until stop.
+func profile(path string) (stop func(), err error) {
+	f, err := os.Create(path + ".cpu")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
+}
+
+func writeHeap(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = pprof.Lookup("heap").WriteTo(f, 0)
 }

@@ -31,7 +31,7 @@ func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Inter
 	runs := []syncRun{{"raw watch", "rawwatch", ""}, {"dynwatch", "dynwatch", ""}, {"dynwatch, state", "dynwatch", statePath}}
 	procs := make([]*proc, len(runs))
 	for i, s := range runs {
-		p, err := start(s.mode, env.Kubeconfig, v, ns, s.state)
+		p, err := start(s.mode, env.Kubeconfig, v, ns, s.state, "")
 		if err != nil {
 			return nil, err
 		}

@@ -25,6 +25,7 @@ type options struct {
 	n        int
 	variants []string
 	updates  int
+	profile  string
 	interval time.Duration
 	idle     time.Duration
 }
@@ -44,6 +45,7 @@ func main() {
 	flag.StringVar(&variantName, "variant", "", "internal: the child's objects")
 	flag.StringVar(&c.ns, "ns", "", "internal: the child's namespace")
 	flag.StringVar(&c.state, "state", "", "internal: the child's state file (dynwatch)")
+	flag.StringVar(&c.profile, "profile", "", "write CPU and heap profiles of every measured process into this directory")
 	flag.Parse()
 	if c.mode != "" {
 		c.v = variants[variantName]
@@ -54,6 +56,7 @@ func main() {
 		return
 	}
 	o.variants = strings.Split(vs, ",")
+	o.profile = c.profile
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-e2e:", err)
 		os.Exit(1)
@@ -117,7 +120,10 @@ func measure(ctx context.Context, o options, env *testenv.Env, d dynamic.Interfa
 	}
 	for _, s := range syncRuns(statePath) {
 		say("%s: %s", v.name, s.label)
-		p, err := start(s.mode, env.Kubeconfig, v, ns, s.state)
+		if s.mode == "typed" && v.name != "deployments" {
+			continue
+		}
+		p, err := start(s.mode, env.Kubeconfig, v, ns, s.state, o.profile)
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +150,9 @@ type syncRun struct{ label, mode, state string }
 func syncRuns(statePath string) []syncRun {
 	return []syncRun{
 		{"raw paginated LIST", "list", ""},
+		{"raw watch-list stream", "watchlist", ""},
 		{"client-go dynamic informer", "dynamic", ""},
+		{"client-go typed informer (protobuf)", "typed", ""},
 		{"dynwatch", "dynwatch", ""},
 		{"dynwatch, state (first start)", "dynwatch", statePath},
 		{"dynwatch, state (restart)", "dynwatch", statePath},

@@ -34,8 +34,8 @@ type proc struct {
 	cpu time.Duration
 }
 
-func start(mode, kubeconfig string, v variant, ns, state string) (*proc, error) {
-	cmd := exec.Command(os.Args[0], "-child", mode, "-kubeconfig", kubeconfig, "-variant", v.name, "-ns", ns, "-state", state)
+func start(mode, kubeconfig string, v variant, ns, state, profile string) (*proc, error) {
+	cmd := exec.Command(os.Args[0], "-child", mode, "-kubeconfig", kubeconfig, "-variant", v.name, "-ns", ns, "-state", state, "-profile", profile)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

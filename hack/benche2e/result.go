@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -59,7 +60,7 @@ func (r *result) print(o options) {
 	fmt.Println("|---|---|---|---|---|")
 	for _, s := range r.syncs {
 		heap := fmt.Sprintf("%.2f", float64(s.heap)/float64(r.jsonBytes))
-		if s.label == "raw paginated LIST" {
+		if strings.HasPrefix(s.label, "raw ") {
 			heap = "(keeps nothing)"
 		}
 		fmt.Printf("| %s | %s | %s | %s | %s |\n", s.label, secs(s.sync), mb(s.rss), secs(s.cpu), heap)
@@ -83,12 +84,24 @@ func (r *result) printRatios() {
 	}{
 		{"peak RSS, dynwatch / dynamic informer", float64(dw.rss) / float64(dyn.rss), 0.13},
 		{"CPU, dynwatch / dynamic informer", float64(dw.cpu) / float64(dyn.cpu), 0.05},
+		{"peak RSS above the raw LIST's, dynwatch / dynamic informer", float64(dw.rss-list.rss) / float64(dyn.rss-list.rss), 0.13},
+		{"CPU above the raw LIST's, dynwatch / dynamic informer", float64(dw.cpu-list.cpu) / float64(dyn.cpu-list.cpu), 0.05},
 		{"heap per JSON byte, dynwatch", float64(dw.heap) / float64(r.jsonBytes), 1.3},
 		{"initial sync, dynwatch / raw LIST", float64(dw.sync) / float64(list.sync), 1.2},
+		{"initial sync, dynwatch / raw watch-list stream", float64(dw.sync) / float64(r.sync("raw watch-list stream").sync), 1.2},
 		{"latency p99, dynwatch / raw watch", float64(pct(live.lat, 99)) / float64(pct(raw.lat, 99)), 1.1},
 		{"startup with state (first) / without", float64(first.sync) / float64(dw.sync), 1.2},
 		{"startup with state (restart) / without", float64(restart.sync) / float64(dw.sync), 1.2},
 		{"CPU per event, with state / without", perEvent(stated) / perEvent(live), 1.5},
+	}
+	if typed := r.sync("client-go typed informer (protobuf)"); typed.rss > 0 {
+		rows = append(rows[:4:4], append([]struct {
+			what        string
+			ratio, goal float64
+		}{
+			{"peak RSS, dynwatch / typed informer", float64(dw.rss) / float64(typed.rss), 0.3},
+			{"CPU, dynwatch / typed informer", float64(dw.cpu) / float64(typed.cpu), 0.5},
+		}, rows[4:]...)...)
 	}
 	fmt.Println("\n| ratio (one run) | measured | goal | |\n|---|---|---|---|")
 	for _, row := range rows {

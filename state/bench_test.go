@@ -1,0 +1,49 @@
+package state
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkCommit records one object and queues one delivery per event through
+// the group committer, as the watcher does for each event with state; one op is
+// one event. alone: each waits for its commit (one transaction per event);
+// batched: events come faster than commits, which then take many at once.
+// Commits are written, not fsynced (that is once a second).
+func BenchmarkCommit(b *testing.B) {
+	payload := []byte(`{"id":"u:1:update","type":"update","object":{"kind":"Deployment","metadata":{"name":"api"},"spec":{"replicas":3}}}`)
+	for _, mode := range []string{"alone", "batched"} {
+		b.Run("mode="+mode, func(b *testing.B) {
+			s, err := Open(filepath.Join(b.TempDir(), "state.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			c := NewCommitter(s)
+			go c.Run()
+			defer c.Close()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				uid := fmt.Sprint("u-", i%1000)
+				rec := &Record{Namespace: "prod", Name: uid, ResourceVersion: fmt.Sprint(i), Hash: "0123456789abcdef0123456789abcdef"}
+				done := make(chan error, 1)
+				c.Submit(func(tx *Tx) error {
+					if err := tx.Put("apps/deployments", uid, rec); err != nil {
+						return err
+					}
+					_, err := tx.Enqueue("out", uid, payload)
+					return err
+				}, func(err error) { done <- err })
+				if mode == "alone" {
+					if err := <-done; err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			c.Flush()
+		})
+	}
+}
