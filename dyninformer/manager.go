@@ -219,6 +219,26 @@ func (m *Manager) Replay(k Key, epoch uint64) bool {
 	return true
 }
 
+// Objects returns what the informer of k holds now, for library users who read
+// the cache; nil when k is not watched. The objects are shared and read-only:
+// Object.Unstructured decodes one into a copy.
+func (m *Manager) Objects(k Key) []*Object {
+	m.mu.Lock()
+	e, ok := m.entries[k]
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	items := e.informer.GetStore().List()
+	out := make([]*Object, 0, len(items))
+	for _, it := range items {
+		if o, ok := it.(*Object); ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // Watches returns the keys of the informers that are running or will run.
 func (m *Manager) Watches() []Key {
 	m.mu.Lock()

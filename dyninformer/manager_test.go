@@ -220,6 +220,22 @@ func TestInformerLifecycle(t *testing.T) {
 	if n := len(col.events()); n != 5 {
 		t.Errorf("%d events after resyncs, want still 5", n)
 	}
+	// A library user reads the cache and decodes what it needs.
+	var cached []string
+	for _, o := range m.Objects(key.Key()) {
+		u, err := o.Unstructured()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached = append(cached, u.GetName()+"="+u.Object["data"].(map[string]any)["v"].(string))
+		if u.GetManagedFields() != nil {
+			t.Errorf("%s: managedFields in the cache", u.GetName())
+		}
+	}
+	slices.Sort(cached)
+	if !slices.Equal(cached, []string{"a=1", "b=2"}) {
+		t.Errorf("cache holds %v, want a=1 b=2", cached)
+	}
 	// Replay hands over the cache as it is now: a and b.
 	if !m.Replay(key.Key(), 9) {
 		t.Fatal("Replay: not synced")

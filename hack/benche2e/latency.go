@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -31,7 +32,14 @@ func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Inter
 	runs := []syncRun{{"raw watch", "rawwatch", ""}, {"dynwatch", "dynwatch", ""}, {"dynwatch, state", "dynwatch", statePath}}
 	procs := make([]*proc, len(runs))
 	for i, s := range runs {
-		p, err := start(s.mode, env.Kubeconfig, v, ns, s.state, "")
+		prof := ""
+		if o.profile != "" {
+			prof = o.profile + "/latency"
+			if err := os.MkdirAll(prof, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		p, err := start(s.mode, env.Kubeconfig, v, ns, s.state, prof)
 		if err != nil {
 			return nil, err
 		}

@@ -25,6 +25,7 @@ type options struct {
 	n        int
 	variants []string
 	updates  int
+	count    int
 	profile  string
 	interval time.Duration
 	idle     time.Duration
@@ -39,6 +40,7 @@ func main() {
 	flag.StringVar(&vs, "variants", "deployments,crd", "which objects: deployments (a built-in kind), crd (a custom resource of the same size)")
 	flag.IntVar(&o.updates, "updates", 500, "updates made in the latency phase")
 	flag.DurationVar(&o.interval, "interval", 10*time.Millisecond, "pause between two updates")
+	flag.IntVar(&o.count, "count", 3, "runs of each process in the sync phase; the median of each figure is reported")
 	flag.DurationVar(&o.idle, "idle", 2*time.Second, "how long each process idles after its initial sync before it is stopped")
 	flag.StringVar(&c.mode, "child", "", "internal: run as a measured process of this mode")
 	flag.StringVar(&c.kubeconfig, "kubeconfig", "", "internal: the child's cluster")
@@ -119,22 +121,19 @@ func measure(ctx context.Context, o options, env *testenv.Env, d dynamic.Interfa
 		return nil, err
 	}
 	for _, s := range syncRuns(statePath) {
-		say("%s: %s", v.name, s.label)
 		if s.mode == "typed" && v.name != "deployments" {
 			continue
 		}
-		p, err := start(s.mode, env.Kubeconfig, v, ns, s.state, o.profile)
-		if err != nil {
-			return nil, err
+		var runs []syncResult
+		for i := range o.count {
+			say("%s: %s (%d/%d)", v.name, s.label, i+1, o.count)
+			sr, err := syncOnce(o, env, v, ns, s)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s.label, err)
+			}
+			runs = append(runs, sr)
 		}
-		if err := p.waitSynced(5 * time.Minute); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.label, err)
-		}
-		time.Sleep(o.idle)
-		if err := p.stop(); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.label, err)
-		}
-		r.syncs = append(r.syncs, syncResult{label: s.label, sync: p.sync, heap: p.heap, rss: p.rss, cpu: p.cpu})
+		r.syncs = append(r.syncs, median(runs))
 	}
 	say("%s: latency of %d updates", v.name, o.updates)
 	lat, err := latencies(ctx, o, env, d, v, ns, statePath)
@@ -143,6 +142,22 @@ func measure(ctx context.Context, o options, env *testenv.Env, d dynamic.Interfa
 	}
 	r.lat = lat
 	return r, nil
+}
+
+// syncOnce runs one process until it has synced and idled, then stops it.
+func syncOnce(o options, env *testenv.Env, v variant, ns string, s syncRun) (syncResult, error) {
+	p, err := start(s.mode, env.Kubeconfig, v, ns, s.state, o.profile)
+	if err != nil {
+		return syncResult{}, err
+	}
+	if err := p.waitSynced(5 * time.Minute); err != nil {
+		return syncResult{}, err
+	}
+	time.Sleep(o.idle)
+	if err := p.stop(); err != nil {
+		return syncResult{}, err
+	}
+	return syncResult{label: s.label, sync: p.sync, heap: p.heap, rss: p.rss, cpu: p.cpu}, nil
 }
 
 type syncRun struct{ label, mode, state string }

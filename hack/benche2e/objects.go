@@ -37,10 +37,13 @@ var variants = map[string]variant{
 // podSpec is a pod template of the size real Deployments have: a container
 // with env, resources, ports, probes and mounts (about 3.4 KB of JSON per
 // Deployment as served, managedFields included).
-func podSpec(i int) map[string]any {
+func podSpec(i int) map[string]any { return podSpecOf(i, 1, 4) }
+
+// podSpecOf is a pod template with the given containers and env variables each.
+func podSpecOf(i, containers, envs int) map[string]any {
 	container := func(name string) map[string]any {
 		var env []any
-		for j := range 4 {
+		for j := range envs {
 			env = append(env, map[string]any{"name": fmt.Sprintf("SETTING_%d", j), "value": fmt.Sprintf("value-%d-%d", i, j)})
 		}
 		return map[string]any{
@@ -55,8 +58,12 @@ func podSpec(i int) map[string]any {
 			"volumeMounts":   []any{map[string]any{"name": "config", "mountPath": "/etc/app"}},
 		}
 	}
+	cs := []any{container("app")}
+	for c := 1; c < containers; c++ {
+		cs = append(cs, container(fmt.Sprintf("sidecar-%d", c)))
+	}
 	return map[string]any{
-		"containers": []any{container("app")},
+		"containers": cs,
 		"volumes":    []any{map[string]any{"name": "config", "configMap": map[string]any{"name": fmt.Sprintf("app-%d", i)}}},
 	}
 }

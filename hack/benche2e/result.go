@@ -25,6 +25,19 @@ type result struct {
 	lat                     []latencyResult
 }
 
+// median takes the median of each figure over the runs of one process.
+func median(runs []syncResult) syncResult {
+	mid := func(vals []int64) int64 {
+		slices.Sort(vals)
+		return vals[len(vals)/2]
+	}
+	var sync, heap, rss, cpu []int64
+	for _, r := range runs {
+		sync, heap, rss, cpu = append(sync, int64(r.sync)), append(heap, r.heap), append(rss, r.rss), append(cpu, int64(r.cpu))
+	}
+	return syncResult{label: runs[0].label, sync: time.Duration(mid(sync)), heap: mid(heap), rss: mid(rss), cpu: time.Duration(mid(cpu))}
+}
+
 func machine() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s, %d CPUs, %s/%s, %s", host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
@@ -56,7 +69,7 @@ func (r *result) sync(label string) syncResult {
 
 func (r *result) print(o options) {
 	fmt.Printf("## %s: %d %s, %s of JSON as served (%.0f%% of it managedFields)\n\n", r.v.name, r.n, r.v.kind, mb(r.jsonBytes), 100*float64(r.managedBytes)/float64(r.jsonBytes))
-	fmt.Println("| process | initial sync | peak RSS | CPU | heap per JSON byte |")
+	fmt.Printf("| process (median of %d runs) | initial sync | peak RSS | CPU | heap per JSON byte |\n", o.count)
 	fmt.Println("|---|---|---|---|---|")
 	for _, s := range r.syncs {
 		heap := fmt.Sprintf("%.2f", float64(s.heap)/float64(r.jsonBytes))
