@@ -366,18 +366,21 @@ func seqKey(seq uint64) []byte {
 
 // Done removes delivered (or given up) deliveries from action's queue.
 func (s *Store) Done(action string, seqs ...uint64) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketQueues).Bucket([]byte(action))
-		if b == nil {
-			return nil
-		}
-		for _, seq := range seqs {
-			if err := b.Delete(seqKey(seq)); err != nil {
-				return err
-			}
-		}
+	return s.Update(func(tx *Tx) error { return tx.Done(action, seqs...) })
+}
+
+// Done removes delivered (or given up) deliveries from action's queue.
+func (t *Tx) Done(action string, seqs ...uint64) error {
+	b := t.tx.Bucket(bucketQueues).Bucket([]byte(action))
+	if b == nil {
 		return nil
-	})
+	}
+	for _, seq := range seqs {
+		if err := b.Delete(seqKey(seq)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PendingAfter returns up to limit of action's undelivered deliveries whose

@@ -183,14 +183,22 @@ func (w *Watcher) newQueue(a *action.Action) (*queueRun, error) {
 		// Accepted events are on disk: the memory queue refuses none, and what
 		// is left at shutdown is delivered after the next start.
 		opts.Size, opts.Durable = math.MaxInt, true
-		name, store := a.Spec.Name, w.durable.store
+		name, store, commits := a.Spec.Name, w.durable.store, w.durable.commits
 		opts.Done = func(d *event.Delivery) {
 			if d.Seq == 0 {
 				return
 			}
-			if err := store.Done(name, d.Seq); err != nil {
-				w.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", d.Payload.ID, "err", err)
-			}
+			// Marked at once, in the next group commit (with other marks and
+			// events when they come together); once the committer has stopped
+			// (queues draining at shutdown), alone.
+			commits.Submit(func(tx *state.Tx) error { return tx.Done(name, d.Seq) }, func(err error) {
+				if errors.Is(err, state.ErrStopped) {
+					err = store.Done(name, d.Seq)
+				}
+				if err != nil {
+					w.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", d.Payload.ID, "err", err)
+				}
+			})
 		}
 	}
 	return &queueRun{spec: a.Spec, closer: closer, q: action.NewQueue(a.Spec.Name, sender, opts)}, nil

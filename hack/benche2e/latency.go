@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,8 +23,19 @@ import (
 type latencyResult struct {
 	label    string
 	lat      []time.Duration
-	cpu      time.Duration // spent during the update phase
-	received int
+	received int           // of the spaced updates
+	burst    int           // updates of the burst received
+	cpu      time.Duration // spent during the burst
+}
+
+// waitReceived waits until every process has seen n updates, or 60s passed.
+func waitReceived(procs []*proc, n int) {
+	deadline := time.Now().Add(60 * time.Second)
+	for _, p := range procs {
+		for len(p.latencies()) < n && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 // latencies runs a raw watch, dynwatch, and dynwatch with state (restarted on
@@ -49,27 +62,33 @@ func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Inter
 		}
 		procs[i] = p
 	}
+	// Spaced updates: the latency of each.
+	if err := update(ctx, d, v, ns, o.updates, o.n, o.interval, 1); err != nil {
+		return nil, err
+	}
+	waitReceived(procs, o.updates)
+	out := make([]latencyResult, len(runs))
+	for i, p := range procs {
+		lat := p.latencies()
+		out[i] = latencyResult{label: runs[i].label, lat: lat, received: len(lat)}
+	}
+	// A burst, as fast as four writers go: the CPU each process spends per
+	// event, with its idle costs (GC, timers, pings) spread thin.
 	cpu0, err := cpus(procs)
 	if err != nil {
 		return nil, err
 	}
-	if err := update(ctx, d, v, ns, o); err != nil {
+	if err := update(ctx, d, v, ns, o.burst, o.n, 0, 4); err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for _, p := range procs {
-		for len(p.latencies()) < o.updates && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	waitReceived(procs, o.updates+o.burst)
 	cpu1, err := cpus(procs)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]latencyResult, len(runs))
 	for i, p := range procs {
-		lat := p.latencies()
-		out[i] = latencyResult{label: runs[i].label, lat: lat, cpu: cpu1[i] - cpu0[i], received: len(lat)}
+		out[i].burst = len(p.latencies()) - out[i].received
+		out[i].cpu = cpu1[i] - cpu0[i]
 	}
 	return out, nil
 }
@@ -86,18 +105,31 @@ func cpus(procs []*proc) ([]time.Duration, error) {
 	return out, nil
 }
 
-// update writes o.updates updates, each stamped with when it was written.
-func update(ctx context.Context, d dynamic.Interface, v variant, ns string, o options) error {
+// update writes n updates to the objects in turn with the given writers, each
+// stamped with when it was written, pausing interval after each.
+func update(ctx context.Context, d dynamic.Interface, v variant, ns string, n, objects int, interval time.Duration, writers int) error {
 	ri := d.Resource(v.gvr).Namespace(ns)
-	for i := range o.updates {
-		name := v.make(ns, i%o.n)["metadata"].(map[string]any)["name"].(string)
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, latencyAnnotation, strconv.FormatInt(time.Now().UnixNano(), 10))
-		if _, err := ri.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			return err
-		}
-		time.Sleep(o.interval)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				name := v.make(ns, i%objects)["metadata"].(map[string]any)["name"].(string)
+				patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, latencyAnnotation, strconv.FormatInt(time.Now().UnixNano(), 10))
+				if _, err := ri.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+					errs <- err
+					return
+				}
+				time.Sleep(interval)
+			}
+		}()
 	}
-	return nil
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 // listBytes returns the size of the objects' JSON as the API server serves

@@ -26,6 +26,7 @@ type options struct {
 	variants []string
 	updates  int
 	count    int
+	burst    int
 	profile  string
 	interval time.Duration
 	idle     time.Duration
@@ -40,6 +41,7 @@ func main() {
 	flag.StringVar(&vs, "variants", "deployments,crd", "which objects: deployments (a built-in kind), crd (a custom resource of the same size)")
 	flag.IntVar(&o.updates, "updates", 500, "updates made in the latency phase")
 	flag.DurationVar(&o.interval, "interval", 10*time.Millisecond, "pause between two updates")
+	flag.IntVar(&o.burst, "burst", 2000, "updates made as fast as four writers go, for the CPU per event")
 	flag.IntVar(&o.count, "count", 3, "runs of each process in the sync phase; the median of each figure is reported")
 	flag.DurationVar(&o.idle, "idle", 2*time.Second, "how long each process idles after its initial sync before it is stopped")
 	flag.StringVar(&c.mode, "child", "", "internal: run as a measured process of this mode")

@@ -78,9 +78,12 @@ func (r *result) print(o options) {
 		}
 		fmt.Printf("| %s | %s | %s | %s | %s |\n", s.label, secs(s.sync), mb(s.rss), secs(s.cpu), heap)
 	}
-	fmt.Printf("\n| process (%d updates, side by side) | received | latency p50 | p99 | CPU per event |\n|---|---|---|---|---|\n", o.updates)
+	fmt.Printf("\n| process (side by side) | latency p50 (%d updates, %s apart) | p99 | CPU per event (a burst of %d) |\n|---|---|---|---|\n", o.updates, o.interval, o.burst)
 	for _, l := range r.lat {
-		fmt.Printf("| %s | %d | %s | %s | %.0f µs |\n", l.label, l.received, ms(pct(l.lat, 50)), ms(pct(l.lat, 99)), float64(l.cpu.Microseconds())/float64(max(l.received, 1)))
+		fmt.Printf("| %s | %s | %s | %.0f µs |\n", l.label, ms(pct(l.lat, 50)), ms(pct(l.lat, 99)), float64(l.cpu.Microseconds())/float64(max(l.burst, 1)))
+		if l.received < o.updates || l.burst < o.burst {
+			fmt.Printf("| (%s saw %d of %d updates and %d of %d of the burst) | | | |\n", l.label, l.received, o.updates, l.burst, o.burst)
+		}
 	}
 	r.printRatios()
 }
@@ -89,7 +92,7 @@ func (r *result) print(o options) {
 func (r *result) printRatios() {
 	dyn, dw := r.sync("client-go dynamic informer"), r.sync("dynwatch")
 	list, first, restart := r.sync("raw paginated LIST"), r.sync("dynwatch, state (first start)"), r.sync("dynwatch, state (restart)")
-	perEvent := func(l latencyResult) float64 { return float64(l.cpu) / float64(max(l.received, 1)) }
+	perEvent := func(l latencyResult) float64 { return float64(l.cpu) / float64(max(l.burst, 1)) }
 	raw, live, stated := r.lat[0], r.lat[1], r.lat[2]
 	rows := []struct {
 		what        string
