@@ -295,5 +295,13 @@ func checkListMode(t *testing.T, urls []string, ns string) {
 		if watchLists != 0 || lists == 0 {
 			t.Errorf("want a LIST and no watch-list; requests:\n%s", strings.Join(urls, "\n"))
 		}
+		// In pages: a consistent list with the reflector's limit, never the
+		// whole cache at resourceVersion 0 in one response.
+		for _, u := range urls {
+			if strings.Contains(u, "/namespaces/"+ns+"/configmaps") && !strings.Contains(u, "watch=true") &&
+				(strings.Contains(u, "resourceVersion=0") || !strings.Contains(u, "limit=")) {
+				t.Errorf("a list not in pages: %s", u)
+			}
+		}
 	}
 }
