@@ -239,6 +239,32 @@ func (t *Tx) Get(scope, uid string) (*Record, error) {
 	return &r, nil
 }
 
+// Version returns the resourceVersion and content hash recorded for uid,
+// without decoding the rest of its record; ok is false if none is.
+func (t *Tx) Version(scope, uid string) (rv, hash string, ok bool) {
+	b := t.objects(scope)
+	if b == nil {
+		return "", "", false
+	}
+	v := b.Get([]byte(uid))
+	if v == nil {
+		return "", "", false
+	}
+	f := gjson.GetManyBytes(v, "rv", "hash")
+	return f[0].Str, f[1].Str, true
+}
+
+// Holds reports whether the record of uid is exactly r, so that writing r
+// would change nothing.
+func (t *Tx) Holds(scope, uid string, r *Record) bool {
+	b := t.objects(scope)
+	if b == nil {
+		return false
+	}
+	v, err := json.Marshal(r)
+	return err == nil && bytes.Equal(b.Get([]byte(uid)), v)
+}
+
 // Put records the object uid of scope.
 func (t *Tx) Put(scope, uid string, r *Record) error {
 	b, err := t.createObjects(scope)

@@ -1,7 +1,6 @@
 package watcher
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -229,21 +228,27 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 	var out []routed
 	d.commits.Submit(func(tx *state.Tx) error {
 		out = nil
-		var rec *state.Record // what was recorded, read for initial lists only
+		// For initial lists, the recorded version of the object: the same
+		// one (most objects at a restart) needs no more of the record.
+		prevRV, prevHash, recorded := "", "", false
 		if (ev.Origin == event.InitialList || ev.Origin == event.Relist) && l != nil && l.diff && l.baseline {
+			prevRV, prevHash, recorded = tx.Version(scope, ev.UID)
 			var err error
-			if rec, err = tx.Get(scope, ev.UID); err != nil {
-				return err
-			}
-			if rec == nil {
+			if !recorded {
 				// Deleted and re-created while dynwatch was down: the old
 				// uid's delete goes first.
 				if out, err = d.replaceByName(tx, p, watch.GVR, scope, l, ev); err != nil {
 					return err
 				}
 			}
-			if replay := replayOf(ev, rec, l.found()); replay != nil {
-				out = append(out, p.route(watch.GVR, replay)...)
+			if !recorded || prevRV != ev.ResourceVersion {
+				rec, err := tx.Get(scope, ev.UID)
+				if err != nil {
+					return err
+				}
+				if replay := replayOf(ev, rec, l.found()); replay != nil {
+					out = append(out, p.route(watch.GVR, replay)...)
+				}
 			}
 		}
 		out = append(out, p.route(watch.GVR, ev)...)
@@ -253,10 +258,16 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 		if ev.Type == event.Delete {
 			return tx.Delete(scope, ev.UID)
 		}
-		if r := recordOf(ev, rec, paths, p.file.Redactor); r != nil {
-			return tx.Put(scope, ev.UID, r)
+		r := recordOf(ev, paths, p.file.Redactor)
+		if recorded && prevRV == ev.ResourceVersion {
+			r.Hash = prevHash // one version is one content
+			if tx.Holds(scope, ev.UID, r) {
+				return nil // a restart that finds the object unchanged writes nothing
+			}
+		} else {
+			r.Hash, _ = state.Hash(ev.Object)
 		}
-		return nil
+		return tx.Put(scope, ev.UID, r)
 	}, func(err error) {
 		if err != nil {
 			d.log.Error("state: event not recorded; it fires after the next start", "id", ev.ID(), "err", err)
@@ -307,27 +318,16 @@ func replayOf(ev *event.Event, rec *state.Record, origin event.Origin) *event.Ev
 	return &r
 }
 
-// recordOf is what the state keeps of an object: who it is, its version and
-// content hash, and the values at paths, those that are redacted as digests.
-// It is nil when rec, the record read before (nil if none was read), holds
-// exactly that already: a restart that finds an object unchanged writes nothing.
-func recordOf(ev *event.Event, rec *state.Record, paths []string, red *payload.Redactor) *state.Record {
-	r := &state.Record{
+// recordOf is what the state keeps of an object: who it is, its version, and
+// the values at paths, those that are redacted as digests. The caller sets its
+// content hash.
+func recordOf(ev *event.Event, paths []string, red *payload.Redactor) *state.Record {
+	return &state.Record{
 		Namespace:       ev.Namespace,
 		Name:            ev.Name,
 		ResourceVersion: ev.ResourceVersion,
 		Values:          state.Values(ev.Object, paths, func(p string) bool { return red.Covers(ev.Resource, p) }),
 	}
-	if rec != nil && rec.ResourceVersion == r.ResourceVersion {
-		// One version is one content: the hash is the same.
-		r.Hash = rec.Hash
-		if rec.Namespace == r.Namespace && rec.Name == r.Name && maps.EqualFunc(rec.Values, r.Values, func(a, b json.RawMessage) bool { return bytes.Equal(a, b) }) {
-			return nil
-		}
-		return r
-	}
-	r.Hash, _ = state.Hash(ev.Object)
-	return r
 }
 
 // finishListing compares the records of a watch whose initial list is complete
