@@ -132,27 +132,8 @@ func runChild(c *child) error {
 // list reads every page of the objects as bytes, as a client that decodes
 // nothing would.
 func (c *child) list(ctx context.Context, cfg *rest.Config, synced func()) error {
-	rc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
+	if err := eachPage(ctx, cfg, c.v, c.ns, func([]byte) {}); err != nil {
 		return err
-	}
-	client, err := rest.RESTClientForConfigAndClient(restConfigFor(cfg), rc)
-	if err != nil {
-		return err
-	}
-	cont := ""
-	for {
-		req := client.Get().AbsPath(apiPath(c.v, c.ns)...).Param("limit", "500")
-		if cont != "" {
-			req = req.Param("continue", cont)
-		}
-		body, err := req.DoRaw(ctx)
-		if err != nil {
-			return err
-		}
-		if cont = gjson.GetBytes(body, "metadata.continue").Str; cont == "" {
-			break
-		}
 	}
 	synced()
 	<-ctx.Done()

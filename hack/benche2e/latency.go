@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,35 +107,33 @@ func cpus(procs []*proc) ([]time.Duration, error) {
 // stamped with when it was written, pausing interval after each.
 func update(ctx context.Context, d dynamic.Interface, v variant, ns string, n, objects int, interval time.Duration, writers int) error {
 	ri := d.Resource(v.gvr).Namespace(ns)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				name := v.make(ns, i%objects)["metadata"].(map[string]any)["name"].(string)
-				patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, latencyAnnotation, strconv.FormatInt(time.Now().UnixNano(), 10))
-				if _, err := ri.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-					errs <- err
-					return
-				}
-				time.Sleep(interval)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	return parallel(n, writers, func(i int) error {
+		name := v.make(ns, i%objects)["metadata"].(map[string]any)["name"].(string)
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, latencyAnnotation, strconv.FormatInt(time.Now().UnixNano(), 10))
+		_, err := ri.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		time.Sleep(interval)
+		return err
+	})
 }
 
 // listBytes returns the size of the objects' JSON as the API server serves
 // them, and how much of it is managedFields.
 func listBytes(ctx context.Context, cfg *rest.Config, v variant, ns string) (total, managed int64, err error) {
+	err = eachPage(ctx, cfg, v, ns, func(body []byte) {
+		gjson.GetBytes(body, "items").ForEach(func(_, item gjson.Result) bool {
+			total += int64(len(item.Raw))
+			managed += int64(len(item.Get("metadata.managedFields").Raw))
+			return true
+		})
+	})
+	return total, managed, err
+}
+
+// eachPage reads the objects of v in ns a page of 500 at a time, as bytes.
+func eachPage(ctx context.Context, cfg *rest.Config, v variant, ns string, page func([]byte)) error {
 	client, err := rest.RESTClientFor(restConfigFor(cfg))
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
 	cont := ""
 	for {
@@ -147,15 +143,11 @@ func listBytes(ctx context.Context, cfg *rest.Config, v variant, ns string) (tot
 		}
 		body, err := req.DoRaw(ctx)
 		if err != nil {
-			return 0, 0, err
+			return err
 		}
-		gjson.GetBytes(body, "items").ForEach(func(_, item gjson.Result) bool {
-			total += int64(len(item.Raw))
-			managed += int64(len(item.Get("metadata.managedFields").Raw))
-			return true
-		})
+		page(body)
 		if cont = gjson.GetBytes(body, "metadata.continue").Str; cont == "" {
-			return total, managed, nil
+			return nil
 		}
 	}
 }

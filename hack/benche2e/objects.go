@@ -126,22 +126,31 @@ func populate(ctx context.Context, d dynamic.Interface, v variant, ns string, n 
 	if _, err := d.Resource(nsGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
+	return parallel(n, 8, func(i int) error {
+		u := &unstructured.Unstructured{Object: v.make(ns, i)}
+		_, err := d.Resource(v.gvr).Namespace(ns).Create(ctx, u, metav1.CreateOptions{FieldManager: "bench"})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// parallel calls f(0) … f(n-1) from the given number of goroutines, and
+// returns the first error (the goroutine that met it stops).
+func parallel(n, workers int, f func(i int) error) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				u := &unstructured.Unstructured{Object: v.make(ns, i)}
-				_, err := d.Resource(v.gvr).Namespace(ns).Create(ctx, u, metav1.CreateOptions{FieldManager: "bench"})
-				if err != nil && !apierrors.IsAlreadyExists(err) {
+				if err := f(i); err != nil {
 					errs <- err
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)
