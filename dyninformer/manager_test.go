@@ -252,6 +252,16 @@ func TestInformerLifecycle(t *testing.T) {
 	if !slices.Equal(names, []string{"a", "b"}) {
 		t.Errorf("replayed %v, want a and b", names)
 	}
+	// Events carry the cached bytes themselves: nothing is encoded per event.
+	cachedBytes := map[string][]byte{}
+	for _, o := range m.Objects(key.Key()) {
+		cachedBytes[o.GetName()] = o.JSON()
+	}
+	for _, ev := range evs[5:] {
+		if c := cachedBytes[ev.Name]; len(c) == 0 || &c[0] != &ev.Object[0] {
+			t.Errorf("the event of %s carries a copy of the cached object, not the object", ev.Name)
+		}
+	}
 }
 
 // checkObject: the bytes are an object with kind and apiVersion, labels and
