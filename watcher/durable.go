@@ -58,9 +58,13 @@ type listing struct {
 	// byName maps namespace/name to the recorded uid, when the list is
 	// compared with records: an object re-created under its name while
 	// dynwatch was down replays the old uid's delete before the new one's add.
-	byName   map[string]string
-	baseline bool
-	diff     bool // the list is of objects known before (start, reload, move): compare
+	// It is read from the records when the first object without a record
+	// comes (most restarts have none), in the committer's goroutine.
+	byName map[string]string
+	// namespace is the watch's namespace ("" = all).
+	namespace string
+	baseline  bool
+	diff      bool // the list is of objects known before (start, reload, move): compare
 	// moved: the watch replaced one on another version while dynwatch ran; what
 	// changed in between is live, not a replay.
 	moved bool
@@ -113,21 +117,12 @@ func (d *durable) startListing(watches []dyninformer.Started, lists dyninformer.
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, w := range watches {
-		l := &listing{res: w.Resource, seen: map[string]bool{}, diff: lists == dyninformer.ListsKnown || w.Moved, moved: w.Moved}
+		l := &listing{res: w.Resource, seen: map[string]bool{}, diff: lists == dyninformer.ListsKnown || w.Moved, moved: w.Moved, namespace: w.Namespace}
 		_ = d.store.View(func(tx *state.Tx) error {
 			// Records of all namespaces cover one namespace too.
 			l.baseline = tx.HasBaseline(baselineOf(w.Resource.Group, w.Resource.Resource, w.Namespace)) ||
 				tx.HasBaseline(baselineOf(w.Resource.Group, w.Resource.Resource, ""))
-			if !l.diff || !l.baseline {
-				return nil
-			}
-			l.byName = map[string]string{}
-			return tx.ForEachName(recordsOf(w.Resource.Group, w.Resource.Resource), func(uid, ns, name string) error {
-				if inScope(ns, w.Namespace) {
-					l.byName[ns+"/"+name] = uid
-				}
-				return nil
-			})
+			return nil
 		})
 		d.listing[w.Key()] = l
 	}
@@ -280,6 +275,20 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 // replaceByName returns the replayed delete of the object that had ev's name
 // under another uid, and drops its record.
 func (d *durable) replaceByName(tx *state.Tx, p *pipeline, gvr schema.GroupVersionResource, scope string, l *listing, ev *event.Event) ([]routed, error) {
+	if l.byName == nil {
+		// The first object without a record: no record has been added in
+		// this list yet, so the records are still those it is compared with.
+		byName := map[string]string{}
+		if err := tx.ForEachName(scope, func(uid, ns, name string) error {
+			if inScope(ns, l.namespace) {
+				byName[ns+"/"+name] = uid
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		l.byName = byName
+	}
 	old := l.byName[ev.Namespace+"/"+ev.Name]
 	if old == "" || old == ev.UID {
 		return nil, nil

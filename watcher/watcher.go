@@ -183,22 +183,17 @@ func (w *Watcher) newQueue(a *action.Action) (*queueRun, error) {
 		// Accepted events are on disk: the memory queue refuses none, and what
 		// is left at shutdown is delivered after the next start.
 		opts.Size, opts.Durable = math.MaxInt, true
-		name, store, commits := a.Spec.Name, w.durable.store, w.durable.commits
+		name, store := a.Spec.Name, w.durable.store
 		opts.Done = func(d *event.Delivery) {
 			if d.Seq == 0 {
 				return
 			}
-			// Marked at once, in the next group commit (with other marks and
-			// events when they come together); once the committer has stopped
-			// (queues draining at shutdown), alone.
-			commits.Submit(func(tx *state.Tx) error { return tx.Done(name, d.Seq) }, func(err error) {
-				if errors.Is(err, state.ErrStopped) {
-					err = store.Done(name, d.Seq)
-				}
-				if err != nil {
-					w.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", d.Payload.ID, "err", err)
-				}
-			})
+			// At once and alone, not with the next group commit: the window in
+			// which a crash makes a delivery happen again stays as short as it
+			// can be.
+			if err := store.Done(name, d.Seq); err != nil {
+				w.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", d.Payload.ID, "err", err)
+			}
 		}
 	}
 	return &queueRun{spec: a.Spec, closer: closer, q: action.NewQueue(a.Spec.Name, sender, opts)}, nil
@@ -318,7 +313,7 @@ func (w *Watcher) firstCatalog(ctx context.Context) *discovery.Catalog {
 // reportSynced logs once when every informer has listed (and, with state, every
 // list has been compared with the records), with how long it took.
 func (w *Watcher) reportSynced(ctx context.Context, start time.Time) {
-	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, false, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, false, func(context.Context) (bool, error) {
 		return w.mgr.HasSynced() && (w.durable == nil || len(w.durable.listingKeys()) == 0), nil
 	})
 	if err == nil {
