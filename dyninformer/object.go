@@ -98,7 +98,7 @@ func (o *Object) GetOwnerReferences() []metav1.OwnerReference {
 func (o *Object) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
 
 func (o *Object) meta(field string) gjson.Result {
-	return gjson.GetBytes(o.raw, "metadata."+gjsonEscape(field))
+	return gjson.GetBytes(o.raw, "metadata."+gjson.Escape(field))
 }
 
 func (o *Object) metaInto(field string, v any) error {
@@ -107,20 +107,6 @@ func (o *Object) metaInto(field string, v any) error {
 		return nil
 	}
 	return json.Unmarshal([]byte(r.Raw), v)
-}
-
-func gjsonEscape(s string) string {
-	if !strings.ContainsAny(s, ".*?|#@\\") {
-		return s
-	}
-	var b strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune(".*?|#@\\", c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 func stringMap(r gjson.Result) map[string]string {

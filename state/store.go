@@ -254,18 +254,9 @@ func (t *Tx) Version(scope, uid string) (rv, hash string, ok bool) {
 	return f[0].Str, f[1].Str, true
 }
 
-// Holds reports whether the record of uid is exactly r, so that writing r
-// would change nothing.
-func (t *Tx) Holds(scope, uid string, r *Record) bool {
-	b := t.objects(scope)
-	if b == nil {
-		return false
-	}
-	v, err := json.Marshal(r)
-	return err == nil && bytes.Equal(b.Get([]byte(uid)), v)
-}
-
-// Put records the object uid of scope.
+// Put records the object uid of scope. A record that is already exactly r is
+// not written again (a restart that finds most objects unchanged writes
+// nothing for them).
 func (t *Tx) Put(scope, uid string, r *Record) error {
 	b, err := t.createObjects(scope)
 	if err != nil {
@@ -274,6 +265,9 @@ func (t *Tx) Put(scope, uid string, r *Record) error {
 	v, err := json.Marshal(r)
 	if err != nil {
 		return err
+	}
+	if bytes.Equal(b.Get([]byte(uid)), v) {
+		return nil
 	}
 	return b.Put([]byte(uid), v)
 }

@@ -237,9 +237,11 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 				}
 			}
 			if !recorded || prevRV != ev.ResourceVersion {
-				rec, err := tx.Get(scope, ev.UID)
-				if err != nil {
-					return err
+				var rec *state.Record // none: an add
+				if recorded {
+					if rec, err = tx.Get(scope, ev.UID); err != nil {
+						return err
+					}
 				}
 				if replay := replayOf(ev, rec, l.found()); replay != nil {
 					out = append(out, p.route(watch.GVR, replay)...)
@@ -255,10 +257,7 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 		}
 		r := recordOf(ev, paths, p.file.Redactor)
 		if recorded && prevRV == ev.ResourceVersion {
-			r.Hash = prevHash // one version is one content
-			if tx.Holds(scope, ev.UID, r) {
-				return nil // a restart that finds the object unchanged writes nothing
-			}
+			r.Hash = prevHash // one version is one content: no need to hash it
 		} else {
 			r.Hash, _ = state.Hash(ev.Object)
 		}

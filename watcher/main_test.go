@@ -294,11 +294,7 @@ func startLiveWith(t testing.TB, config string, level slog.Level) *running {
 	wc := &watchCounter{counts: map[string]int{}}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(wc.wrap)
-	dc, err := dyninformer.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := run(t, file, dc, discovery.NewDiscoveryClientForConfigOrDie(env.Config), level)
+	r := run(t, file, informerClient(t, cfg), discovery.NewDiscoveryClientForConfigOrDie(env.Config), level)
 	r.watches = wc
 	waitUntil(t, "the watcher to follow CRDs", 30*time.Second, r.w.Synced)
 	return r

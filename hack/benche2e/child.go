@@ -185,8 +185,19 @@ func (c *child) dynamicInformer(ctx context.Context, cfg *rest.Config, synced fu
 			c.latency(obj.(*unstructured.Unstructured).GetAnnotations()[latencyAnnotation])
 		},
 	})
+	return runInformer(ctx, f, inf.HasSynced, synced)
+}
+
+// factory is what both client-go informer factories have.
+type factory interface {
+	Start(stop <-chan struct{})
+	Shutdown()
+}
+
+// runInformer starts f, reports when hasSynced, and runs until ctx is done.
+func runInformer(ctx context.Context, f factory, hasSynced cache.InformerSynced, synced func()) error {
 	f.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), hasSynced) {
 		return ctx.Err()
 	}
 	synced()
@@ -210,14 +221,7 @@ func (c *child) typedInformer(ctx context.Context, cfg *rest.Config, synced func
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
 		c.latency(obj.(*appsv1.Deployment).Annotations[latencyAnnotation])
 	}})
-	f.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return ctx.Err()
-	}
-	synced()
-	<-ctx.Done()
-	f.Shutdown()
-	return nil
+	return runInformer(ctx, f, inf.HasSynced, synced)
 }
 
 // rawWatch is the floor of event latency: one watch, each event decoded once.
@@ -281,7 +285,11 @@ type syncHandler struct {
 	synced func()
 }
 
-func (h *syncHandler) Enabled(context.Context, slog.Level) bool { return true }
+// Enabled: the records the inner handler writes, and INFO, where the synced
+// message is; DEBUG records are not built, as in dynwatch run.
+func (h *syncHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelInfo || h.Handler.Enabled(ctx, l)
+}
 
 func (h *syncHandler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Message == "all informers synced" {
@@ -310,7 +318,7 @@ type lineWriter struct {
 func (w *lineWriter) Write(p []byte) (int, error) {
 	w.buf = append(w.buf, p...)
 	for {
-		i := indexNewline(w.buf)
+		i := bytes.IndexByte(w.buf, '\n')
 		if i < 0 {
 			return len(p), nil
 		}
@@ -318,8 +326,6 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		w.buf = w.buf[i+1:]
 	}
 }
-
-func indexNewline(b []byte) int { return bytes.IndexByte(b, '\n') }
 
 // restConfigFor is cfg for reading bytes: no decoding is asked of it.
 func restConfigFor(cfg *rest.Config) *rest.Config {
