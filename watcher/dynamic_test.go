@@ -178,6 +178,12 @@ rules:
 	waitUntil(t, "the forbidden report", 20*time.Second, func() bool {
 		return strings.Contains(r.logs.String(), "reason=Forbidden") && strings.Contains(r.logs.String(), "secrets.v1 in namespace "+ns)
 	})
+	// A ConfigMap created before the configmaps list is served is part of the
+	// state at start and fires nothing; wait for that list to be handled.
+	waitUntil(t, "the configmaps informer to sync", 20*time.Second, func() bool {
+		synced, _ := r.w.Manager().KeySynced(dyninformer.Key{GVR: cmGVR, Namespace: ns})
+		return synced
+	})
 	create(t, cmGVR, ns, configMap(ns, "visible", map[string]any{"a": "b"}))
 	create(t, secretGVR, ns, map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "hidden"}})
 	got := r.out.wait(t, 1, eventWait)
