@@ -1,0 +1,144 @@
+package dyninformer
+
+import (
+	"fmt"
+	"io"
+)
+
+// jsonFramer splits a watch stream into its JSON objects in one pass.
+type jsonFramer struct{}
+
+func (jsonFramer) NewFrameReader(r io.ReadCloser) io.ReadCloser { return &frameReader{r: r} }
+func (jsonFramer) NewFrameWriter(w io.Writer) io.Writer         { return w }
+
+// maxFrame bounds one watch frame; the API server limits objects to a few MiB.
+const maxFrame = 64 << 20
+
+// frameReader returns one JSON object of the stream per Read (the contract of
+// client-go's frame readers): if it does not fit, as much as fits and
+// io.ErrShortBuffer, and the rest on the next Reads. It scans each byte once,
+// and remembers how far it got when it has to read more.
+type frameReader struct {
+	r          io.ReadCloser
+	buf        []byte
+	start, end int // buf[start:end] is read and not yet returned
+	pos, depth int // scan state of the frame at start: next byte, nesting
+	inString   bool
+	rest       []byte // the part of the last frame that did not fit
+	err        error
+}
+
+func (f *frameReader) Close() error { return f.r.Close() }
+
+func (f *frameReader) Read(p []byte) (int, error) {
+	if len(f.rest) > 0 {
+		n := copy(p, f.rest)
+		f.rest = f.rest[n:]
+		if len(f.rest) > 0 {
+			return n, io.ErrShortBuffer
+		}
+		f.rest = nil
+		return n, nil
+	}
+	frame, err := f.next()
+	if err != nil {
+		return 0, err
+	}
+	n := copy(p, frame)
+	if n < len(frame) {
+		f.rest = frame[n:] // buf is not refilled before rest is drained
+		return n, io.ErrShortBuffer
+	}
+	return n, nil
+}
+
+// next returns the next frame, a slice of buf valid until the next call.
+func (f *frameReader) next() ([]byte, error) {
+	for {
+		if e, ok := f.scan(); ok {
+			frame := f.buf[f.start:e]
+			f.start, f.pos, f.depth = e, e, 0
+			return frame, nil
+		}
+		if f.err != nil {
+			if f.err == io.EOF && f.pos > f.start {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, f.err
+		}
+		if err := f.fill(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// scan goes on scanning the frame at start; it returns the frame's end when
+// the frame is complete.
+func (f *frameReader) scan() (int, bool) {
+	b := f.buf[:f.end]
+	if f.pos == f.start { // a new frame: skip what separates frames
+		for f.start < f.end && isSpace(b[f.start]) {
+			f.start++
+		}
+		f.pos = f.start
+	}
+	for i := f.pos; i < f.end; {
+		if f.inString {
+			e := skipString(b, i)
+			if e < 0 {
+				// Keep the backslashes at the end unscanned: they may
+				// escape a quote still to come.
+				j := f.end
+				for j > i && b[j-1] == '\\' {
+					j--
+				}
+				f.pos = j
+				return 0, false
+			}
+			f.inString = false
+			i = e
+			continue
+		}
+		switch b[i] {
+		case '"':
+			f.inString = true
+		case '{', '[':
+			f.depth++
+		case '}', ']':
+			f.depth--
+			if f.depth == 0 {
+				return i + 1, true
+			}
+		case ' ', '\n', '\r', '\t', ',', ':':
+		default:
+			if f.depth == 0 {
+				f.err = fmt.Errorf("watch stream: expected a JSON object, got %q", b[i])
+				f.pos = i
+				return 0, false
+			}
+		}
+		i++
+	}
+	f.pos = f.end
+	return 0, false
+}
+
+// fill reads more of the stream, first moving the frame in progress to the
+// front of buf, growing it when the frame fills it.
+func (f *frameReader) fill() error {
+	if f.start > 0 {
+		n := copy(f.buf, f.buf[f.start:f.end])
+		f.pos -= f.start
+		f.end, f.start = n, 0
+	}
+	if f.end == len(f.buf) {
+		if len(f.buf) >= maxFrame {
+			return fmt.Errorf("watch stream: a frame larger than %d bytes", maxFrame)
+		}
+		f.buf = append(f.buf, make([]byte, max(len(f.buf), 32<<10))...)
+	}
+	n, err := f.r.Read(f.buf[f.end:])
+	f.end += n
+	f.err = err
+	return nil
+}
