@@ -337,20 +337,40 @@ func skipValue(b []byte, i int) int {
 // skipString returns the index after the closing quote of the string whose
 // contents start at b[i], or -1 if it does not end in b.
 func skipString(b []byte, i int) int {
+	e, _ := stringEnd(b, i, false)
+	return e
+}
+
+// stringEnd goes on with a string whose contents resume at b[i]; escaped says
+// that an odd run of backslashes ends just before b[i]. It returns the index
+// after the closing quote, or -1 and whether the end of b is escaped when the
+// string does not end in b. Each byte is looked at no more than twice, so a
+// string read in pieces costs its length, however long its runs of
+// backslashes.
+func stringEnd(b []byte, i int, escaped bool) (int, bool) {
 	for {
 		q := bytes.IndexByte(b[i:], '"')
-		if q < 0 {
-			return -1
+		stop := len(b)
+		if q >= 0 {
+			stop = i + q
 		}
 		// The quote ends the string unless an odd number of backslashes
-		// precedes it.
+		// precedes it; a run that goes back to i continues the one before.
 		n := 0
-		for j := i + q - 1; j >= i && b[j] == '\\'; j-- {
+		for j := stop - 1; j >= i && b[j] == '\\'; j-- {
 			n++
 		}
-		if n%2 == 0 {
-			return i + q + 1
+		if n < stop-i {
+			escaped = false
 		}
-		i += q + 1
+		escaped = escaped != (n%2 == 1)
+		if q < 0 {
+			return -1, escaped
+		}
+		if !escaped {
+			return stop + 1, false
+		}
+		escaped = false
+		i = stop + 1
 	}
 }

@@ -24,8 +24,12 @@ type frameReader struct {
 	start, end int // buf[start:end] is read and not yet returned
 	pos, depth int // scan state of the frame at start: next byte, nesting
 	inString   bool
-	rest       []byte // the part of the last frame that did not fit
-	err        error
+	escaped    bool // in a string, the byte at pos is escaped
+	// scanned counts the bytes scan has looked at, for the test that bounds
+	// the work per byte of the stream.
+	scanned int
+	rest    []byte // the part of the last frame that did not fit
+	err     error
 }
 
 func (f *frameReader) Close() error { return f.r.Close() }
@@ -73,8 +77,21 @@ func (f *frameReader) next() ([]byte, error) {
 }
 
 // scan goes on scanning the frame at start; it returns the frame's end when
-// the frame is complete.
+// the frame is complete. It never goes back over what an earlier call
+// scanned: the scan state (in a string, escaped, nesting) carries over, so a
+// frame read in pieces costs its length, whatever its runs of backslashes.
 func (f *frameReader) scan() (int, bool) {
+	from := f.pos
+	e, ok := f.scanFrame()
+	if ok {
+		f.scanned += e - from
+	} else {
+		f.scanned += f.end - from
+	}
+	return e, ok
+}
+
+func (f *frameReader) scanFrame() (int, bool) {
 	b := f.buf[:f.end]
 	if f.pos == f.start { // a new frame: skip what separates frames
 		for f.start < f.end && isSpace(b[f.start]) {
@@ -84,18 +101,13 @@ func (f *frameReader) scan() (int, bool) {
 	}
 	for i := f.pos; i < f.end; {
 		if f.inString {
-			e := skipString(b, i)
+			e, escaped := stringEnd(b, i, f.escaped)
 			if e < 0 {
-				// Keep the backslashes at the end unscanned: they may
-				// escape a quote still to come.
-				j := f.end
-				for j > i && b[j-1] == '\\' {
-					j--
-				}
-				f.pos = j
+				f.escaped = escaped
+				f.pos = f.end
 				return 0, false
 			}
-			f.inString = false
+			f.inString, f.escaped = false, false
 			i = e
 			continue
 		}

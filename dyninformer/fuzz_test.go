@@ -92,11 +92,14 @@ func hasDuplicateKeys(b []byte) bool {
 }
 
 // FuzzFrameReader: on a stream of valid JSON values, the frames are exactly
-// the values encoding/json reads, in every read size.
+// the values encoding/json reads, in every read size, and no byte is scanned
+// twice (escapes and runs of backslashes cut anywhere by the reads).
 func FuzzFrameReader(f *testing.F) {
 	stream, _ := watchStream()
 	f.Add(stream, uint8(3), uint8(16))
 	f.Add([]byte(`{"a":"\\"} {"b":["}"]}`+"\n"+`[1,{"c":"\""}]`), uint8(1), uint8(1))
+	f.Add([]byte(`{"a":"\\\\\\\"\\\\"}{"\\\"":"\u005c\""}`), uint8(2), uint8(5))
+	f.Add(backslashFrame(300, '\\'), uint8(7), uint8(200))
 	f.Fuzz(func(t *testing.T, stream []byte, chunk, bufSize uint8) {
 		var want [][]byte
 		dec := json.NewDecoder(bytes.NewReader(stream))
@@ -111,12 +114,15 @@ func FuzzFrameReader(f *testing.F) {
 			}
 			want = append(want, m)
 		}
-		fr := jsonFramer{}.NewFrameReader(&oneByte{data: stream, n: int(chunk)%64 + 1})
+		fr := jsonFramer{}.NewFrameReader(&oneByte{data: stream, n: int(chunk)%64 + 1}).(*frameReader)
 		for i := 0; ; i++ {
 			frame, err := readFrame(fr, int(bufSize)+1)
 			if errors.Is(err, io.EOF) {
 				if i != len(want) {
 					t.Fatalf("%d frames, want %d", i, len(want))
+				}
+				if fr.scanned > len(stream) {
+					t.Fatalf("scanned %d bytes of a stream of %d", fr.scanned, len(stream))
 				}
 				return
 			}
