@@ -99,21 +99,24 @@ func (rawCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Obj
 }
 
 // isStatus reports whether data is a metav1.Status (an error from the API
-// server), which comes with kind and apiVersion first.
+// server or a proxy's rendering of one), as apierrors.FromObject tells one:
+// kind Status with apiVersion v1 or meta.k8s.io/v1, or none, in any key
+// order. It stops at the first kind or apiVersion that rules a Status out, so
+// an object costs a look at its first keys.
 func isStatus(data []byte) bool {
-	kind, apiVersion := "", ""
+	kind, apiVersion, ok := false, false, true
 	gjson.Result{Type: gjson.JSON, Raw: str(data)}.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "kind":
-			kind = v.Str
+			kind = true
+			ok = v.Type == gjson.String && v.Str == "Status"
 		case "apiVersion":
-			apiVersion = v.Str
-		default:
-			return false
+			apiVersion = true
+			ok = v.Type == gjson.String && (v.Str == "" || v.Str == "v1" || v.Str == "meta.k8s.io/v1")
 		}
-		return kind == "" || apiVersion == ""
+		return ok && !(kind && apiVersion)
 	})
-	return kind == "Status" && apiVersion == "v1"
+	return ok && kind
 }
 
 var eventTypes = []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error}

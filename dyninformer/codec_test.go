@@ -272,3 +272,52 @@ func TestWatchDecodingThroughClientGo(t *testing.T) {
 		t.Fatalf("events\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestStatusInAnyKeyOrder: a Status is told as apierrors tells it, whatever
+// the order of its keys and with apiVersion v1, meta.k8s.io/v1 or none, so a
+// 410 keeps its reason Expired; kind Status of another group is an object.
+func TestStatusInAnyKeyOrder(t *testing.T) {
+	t.Parallel()
+	statuses := []string{
+		`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version","reason":"Expired","code":410}`,
+		`{"kind":"Status","code":410,"reason":"Expired"}`,
+		`{"code":410,"reason":"Expired","status":"Failure","kind":"Status","apiVersion":"v1"}`,
+		`{"apiVersion":"meta.k8s.io/v1","kind":"Status","status":"Failure","reason":"Expired","code":410}`,
+		`{"metadata":{},"reason":"Expired","apiVersion":"meta.k8s.io/v1","code":410,"kind":"Status"}`,
+	}
+	for _, s := range statuses {
+		obj, _, err := (rawCodec{}).Decode([]byte(s), nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if err := apierrors.FromObject(obj); !apierrors.IsResourceExpired(err) {
+			t.Errorf("%s: decoded as %T (%v), want a Status of reason Expired", s, obj, err)
+		}
+	}
+	for _, s := range []string{
+		`{"kind":"Status","apiVersion":"example.com/v1","metadata":{"name":"s"}}`,
+		`{"metadata":{"name":"s"},"apiVersion":"example.com/v1","kind":"Status"}`,
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Status"}}`,
+	} {
+		if obj, _, err := (rawCodec{}).Decode([]byte(s), nil, nil); err != nil {
+			t.Errorf("%s: %v", s, err)
+		} else if _, ok := obj.(*Object); !ok {
+			t.Errorf("%s: decoded as %T, want an Object", s, obj)
+		}
+	}
+	// In a watch stream, through client-go's decoders, as the reflector sees it.
+	var stream bytes.Buffer
+	for _, s := range statuses {
+		fmt.Fprintf(&stream, `{"object":%s,"type":"ERROR"}`+"\n", s)
+	}
+	dec := restclientwatch.NewDecoder(streaming.NewDecoder(jsonFramer{}.NewFrameReader(io.NopCloser(&stream)), rawCodec{}), rawCodec{})
+	for i := range statuses {
+		typ, obj, err := dec.Decode()
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if err := apierrors.FromObject(obj); typ != watch.Error || !apierrors.IsResourceExpired(err) {
+			t.Errorf("event %d: %s %T (%v), want an ERROR of reason Expired", i, typ, obj, err)
+		}
+	}
+}
