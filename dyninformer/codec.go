@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,6 +66,9 @@ func (rawCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Obj
 		}
 		return into, nil, nil
 	case *List:
+		if isStatus(data) {
+			return decodeStatusInPlaceOfList(data)
+		}
 		if err := parseList(data, into); err != nil {
 			return nil, nil, err
 		}
@@ -119,6 +123,20 @@ func isStatus(data []byte) bool {
 	return ok && kind
 }
 
+// decodeStatusInPlaceOfList returns the Status a 2xx response carries instead
+// of a list: as a Status of failure, which the REST client turns into its
+// error (reason and code kept); a Status of success is no list either.
+func decodeStatusInPlaceOfList(data []byte) (runtime.Object, *schema.GroupVersionKind, error) {
+	st := &metav1.Status{}
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, nil, fmt.Errorf("list: a Status: %w", err)
+	}
+	if st.Status == metav1.StatusSuccess {
+		return nil, nil, fmt.Errorf("list: a Status (%s), not a list", st.Status)
+	}
+	return st, nil, nil
+}
+
 var eventTypes = []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error}
 
 // decodeWatchEvent reads a watch frame's type and the span of its object;
@@ -153,12 +171,16 @@ func decodeWatchEvent(frame []byte, into *metav1.WatchEvent) error {
 // parseList reads a list page: its metadata, and every item as an Object, in
 // one pass over the items. Items of lists of built-in types have no kind or
 // apiVersion; they get the list's (kind without "List").
+//
+// A body without kind or without items is not a list, as client-go's decoders
+// have it: a proxy's {"error":"upstream timeout"} with a 200 would otherwise
+// read as a list of nothing, and a relist would delete every cached object.
 func parseList(body []byte, into *List) error {
 	p := &scanner{b: body}
 	if !p.open('{') {
 		return errors.New("list: not a JSON object")
 	}
-	kind, apiVersion := "", ""
+	kind, apiVersion, items := "", "", false
 	for {
 		key, ok := p.key()
 		if !ok {
@@ -182,6 +204,7 @@ func parseList(body []byte, into *List) error {
 				return fmt.Errorf("list metadata: %w", err)
 			}
 		case "items":
+			items = true
 			if err := p.items(func(item []byte) error {
 				o, err := parseObject(item, strings.TrimSuffix(kind, "List"), apiVersion)
 				if err == nil {
@@ -201,10 +224,22 @@ func parseList(body []byte, into *List) error {
 	if p.err != nil {
 		return p.err
 	}
+	if kind == "" || !items {
+		return fmt.Errorf("list: a body without kind or items is not a list: %s", excerpt(body))
+	}
 	if into.Items == nil {
 		into.Items = []runtime.Object{}
 	}
 	return nil
+}
+
+// excerpt is the start of a body that is not what was asked for, for errors.
+func excerpt(body []byte) string {
+	const n = 200
+	if len(body) > n {
+		return strconv.Quote(string(body[:n])) + "..."
+	}
+	return strconv.Quote(string(body))
 }
 
 // scanner walks JSON text without decoding it; it trusts the API server to send

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,8 +15,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	restclientwatch "k8s.io/client-go/rest/watch"
 )
 
@@ -270,6 +274,56 @@ func TestWatchDecodingThroughClientGo(t *testing.T) {
 	want := []string{"ADDED a 5 false", "MODIFIED a 6 false", "BOOKMARK  7 false", "DELETED a 8 false", string(watch.Error) + " expired=true"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("events\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestListBodiesThatAreNoList: a 200 whose body has no kind or no items (a
+// proxy's error page in JSON) is an error, not a list of nothing; a Status in
+// place of a list is the error it says, with its reason.
+func TestListBodiesThatAreNoList(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{
+		`{"error":"upstream timeout"}`,
+		`{}`,
+		`{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"5"}}`,
+		`{"apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[]}`,
+		`{"kind":"","apiVersion":"v1","items":[]}`,
+		`{"kind":"Status","apiVersion":"v1","status":"Success","code":200}`,
+	} {
+		if err := parseList([]byte(body), &List{}); err == nil {
+			t.Errorf("parseList(%s): no error", body)
+		}
+		if obj, _, err := (rawCodec{}).Decode([]byte(body), nil, &List{}); err == nil {
+			if _, ok := obj.(*metav1.Status); !ok {
+				t.Errorf("Decode(%s) into a List = %T, no error", body, obj)
+			}
+		}
+	}
+	// Through the REST client, as an informer lists.
+	bodies := map[string]string{
+		"/api/v1/configmaps":     `{"error":"upstream timeout"}`,
+		"/api/v1/secrets":        `{"kind":"SecretList","apiVersion":"v1","metadata":{"resourceVersion":"5"}}`,
+		"/apis/apps/v1/replicas": `{"reason":"Expired","code":410,"status":"Failure","message":"too old","kind":"Status"}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, bodies[r.URL.Path])
+	}))
+	defer srv.Close()
+	c, err := NewClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gvr := range []schema.GroupVersionResource{
+		{Version: "v1", Resource: "configmaps"}, {Version: "v1", Resource: "secrets"}, {Group: "apps", Version: "v1", Resource: "replicas"},
+	} {
+		l, err := c.List(t.Context(), gvr, "", metav1.ListOptions{})
+		if err == nil {
+			t.Errorf("list %s: %d items and no error", gvr, len(l.Items))
+		}
+		if gvr.Group == "apps" && !apierrors.IsResourceExpired(err) {
+			t.Errorf("list %s: %v, want the Status's Expired", gvr, err)
+		}
 	}
 }
 
