@@ -46,6 +46,7 @@ fuzz: ## fuzz the config loader, tail's --where parser and the informers' JSON s
 	$(GO) test ./tail -run '^$$' -fuzz FuzzParseWhere -fuzztime 60s
 	$(GO) test ./dyninformer -run '^$$' -fuzz FuzzParseObject -fuzztime 60s -fuzzminimizetime 5s
 	$(GO) test ./dyninformer -run '^$$' -fuzz FuzzFrameReader -fuzztime 60s -fuzzminimizetime 5s
+	$(GO) test ./dyninformer -run '^$$' -fuzz FuzzParseList -fuzztime 60s -fuzzminimizetime 5s
 
 clean: ## remove build outputs (keeps the control-plane binaries)
 	rm -rf bin

@@ -7,6 +7,8 @@ import (
 	"io"
 	"reflect"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // FuzzParseObject: for every JSON object with a metadata object, the cached
@@ -134,4 +136,74 @@ func FuzzFrameReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzParseList: a body is a list only when it is a JSON object with a kind
+// and items. Anything else (a proxy's error page, a Status, a bare object) is
+// an error, never a list of nothing; a list of objects with metadata is its
+// items, each valid JSON, in number.
+func FuzzParseList(f *testing.F) {
+	f.Add(benchPage(2))
+	for _, s := range []string{
+		`{"error":"upstream timeout"}`,
+		`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"Expired","code":410}`,
+		`{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"5"}}`,
+		`{"apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[]}`,
+		`{"kind":"ConfigMapList","items":null}`,
+		`{"apiVersion":"ex.com/v1","items":[{"apiVersion":"ex.com/v1","kind":"W","metadata":{"name":"w"}}],"kind":"WList","metadata":{}}`,
+		`{"kin\u0064":"XList","items":[{"metadata":{"name":"a\"]}"}}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var l List
+		err := parseList(body, &l)
+		var ref map[string]json.RawMessage
+		if json.Unmarshal(body, &ref) != nil || hasDuplicateKeys(body) {
+			return // the API server's JSON is trusted to be valid: only "no panic" is asked
+		}
+		var kind string
+		_, hasItems := ref["items"]
+		if json.Unmarshal(ref["kind"], &kind) != nil || kind == "" || !hasItems {
+			if err == nil {
+				t.Fatalf("a list of %d items from a body without kind or items: %s", len(l.Items), body)
+			}
+			return
+		}
+		if !wellFormedList(ref) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("parseList(%s): %v", body, err)
+		}
+		var items []json.RawMessage
+		_ = json.Unmarshal(ref["items"], &items)
+		if len(l.Items) != len(items) {
+			t.Fatalf("%d items, want %d: %s", len(l.Items), len(items), body)
+		}
+		for i, it := range l.Items {
+			if !json.Valid(it.(*Object).raw) {
+				t.Fatalf("item %d is not JSON: %s\nfrom %s", i, it.(*Object).raw, body)
+			}
+		}
+	})
+}
+
+// wellFormedList reports whether a list's metadata is list metadata and its
+// items (an array, or null) objects with metadata.
+func wellFormedList(ref map[string]json.RawMessage) bool {
+	if md, ok := ref["metadata"]; ok && json.Unmarshal(md, &metav1.ListMeta{}) != nil {
+		return false
+	}
+	var items []map[string]json.RawMessage
+	if json.Unmarshal(ref["items"], &items) != nil {
+		return false
+	}
+	for _, it := range items {
+		var md map[string]json.RawMessage
+		if json.Unmarshal(it["metadata"], &md) != nil || md == nil {
+			return false
+		}
+	}
+	return true
 }

@@ -3,7 +3,6 @@ package dyninformer
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"unsafe"
 
@@ -216,13 +215,25 @@ func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
 	})
 	var prefix []byte
 	if !hasKind && kind != "" {
-		prefix = fmt.Appendf(prefix, `"kind":%q,`, kind)
+		prefix = append(appendJSONString(append(prefix, `"kind":`...), kind), ',')
 	}
 	if !hasAPIVersion && apiVersion != "" {
-		prefix = fmt.Appendf(prefix, `"apiVersion":%q,`, apiVersion)
+		prefix = append(appendJSONString(append(prefix, `"apiVersion":`...), apiVersion), ',')
 	}
 	o.raw = assemble(src, open, lastNonSpace(src), prefix, widenCut(src, cut))
 	return o, nil
+}
+
+// appendJSONString appends s as a JSON string (Go's %q is not JSON for
+// control characters).
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
 }
 
 // widenCut extends the span of a "key":value member to one of its commas, so
