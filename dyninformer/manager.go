@@ -24,7 +24,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -67,6 +66,8 @@ func (w Watch) Key() Key {
 
 // Handler receives every event with the watch it came from. It is called from
 // the informer's own goroutine, so it must hand work on and return quickly.
+// Calls for one watch are serial (Replay's included), and none comes after
+// the Set that stopped the watch has returned.
 type Handler func(Key, *event.Event)
 
 // Manager owns the set of running informers.
@@ -100,6 +101,7 @@ type entry struct {
 	moved bool
 	// epoch is the Set call that started the informer.
 	epoch uint64
+	calls handlerCalls
 
 	mu       sync.Mutex
 	lastErr  string
@@ -154,11 +156,26 @@ const (
 // Set makes the running informers equal to watches and returns those it added: informers not asked for any
 // more stop, new ones start, and those still asked for keep running untouched
 // (no second initial list). Before Run, it only records what Run will start.
+// It returns once the handler calls of the informers it stopped have ended:
+// no event of theirs (say, of a version a watch moved from) comes after it.
 //
 // lists says what the objects new informers list are to the caller. Before
 // Run, and for a watch that replaces one on another version of the same
 // resource, they are always known.
 func (m *Manager) Set(watches []Watch, lists Lists) (started []Started, epoch uint64) {
+	m.mu.Lock()
+	started, epoch, stopped := m.setLocked(watches, lists)
+	m.mu.Unlock()
+	// Without m.mu: a handler call in flight may read the manager.
+	for _, e := range stopped {
+		e.calls.stop()
+	}
+	return started, epoch
+}
+
+// setLocked is Set but for the wait; m.mu is held. It returns the entries it
+// stopped.
+func (m *Manager) setLocked(watches []Watch, lists Lists) (started []Started, epoch uint64, stopped []*entry) {
 	want := make(map[Key]Watch, len(watches))
 	for _, w := range watches {
 		if !w.Resource.Namespaced {
@@ -168,8 +185,6 @@ func (m *Manager) Set(watches []Watch, lists Lists) (started []Started, epoch ui
 	}
 	type groupResourceNS struct{ group, resource, ns string }
 	moved := map[groupResourceNS]bool{}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	epoch = m.sets
 	m.sets++
 	for k, e := range m.entries {
@@ -178,6 +193,7 @@ func (m *Manager) Set(watches []Watch, lists Lists) (started []Started, epoch ui
 				e.cancel()
 			}
 			delete(m.entries, k)
+			stopped = append(stopped, e)
 			moved[groupResourceNS{k.GVR.Group, k.GVR.Resource, k.Namespace}] = true
 			m.log.Info("stopped watching", "resource", k.String())
 		}
@@ -196,7 +212,7 @@ func (m *Manager) Set(watches []Watch, lists Lists) (started []Started, epoch ui
 			m.start(e)
 		}
 	}
-	return started, epoch
+	return started, epoch, stopped
 }
 
 // Replay hands every object in the cache of k's informer to the handler as an
@@ -210,13 +226,15 @@ func (m *Manager) Replay(k Key, epoch uint64) bool {
 	if !ok || !e.handled.HasSynced() {
 		return false
 	}
-	for _, obj := range e.informer.GetStore().List() {
-		if ev := m.event(e, event.Add, obj, nil); ev != nil {
-			ev.Origin, ev.Epoch = event.InitialList, epoch
-			m.handler(k, ev)
+	// One call for the whole cache: the informer's own calls wait for it.
+	return e.calls.serial(func() {
+		for _, obj := range e.informer.GetStore().List() {
+			if ev := m.event(e, event.Add, obj, nil); ev != nil {
+				ev.Origin, ev.Epoch = event.InitialList, epoch
+				m.handler(k, ev)
+			}
 		}
-	}
-	return true
+	})
 }
 
 // Objects returns what the informer of k holds now, for library users who read
@@ -362,31 +380,23 @@ func (m *Manager) newEntry(w Watch) *entry {
 			ev := m.event(e, event.Add, obj, nil)
 			if ev != nil {
 				ev.Origin, ev.Epoch = e.origin(initial), e.epoch
-				m.handler(e.watch.Key(), ev)
+				m.hand(e, ev)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			if replaced(oldObj, newObj) {
 				// A relist after a watch gap (410 Gone) found another object
 				// under the name: the old one was deleted and a new one made.
-				for _, ev := range []*event.Event{m.event(e, event.Delete, oldObj, nil), m.event(e, event.Add, newObj, nil)} {
-					if ev != nil {
-						m.handler(e.watch.Key(), ev)
-					}
-				}
+				m.hand(e, m.event(e, event.Delete, oldObj, nil), m.event(e, event.Add, newObj, nil))
 				return
 			}
-			if ev := m.event(e, event.Update, newObj, oldObj); ev != nil {
-				m.handler(e.watch.Key(), ev)
-			}
+			m.hand(e, m.event(e, event.Update, newObj, oldObj))
 		},
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			if ev := m.event(e, event.Delete, obj, nil); ev != nil {
-				m.handler(e.watch.Key(), ev)
-			}
+			m.hand(e, m.event(e, event.Delete, obj, nil))
 		},
 	})
 	return e
@@ -441,24 +451,6 @@ func (m *Manager) start(e *entry) {
 		defer m.wg.Done()
 		e.informer.RunWithContext(ctx)
 	}()
-}
-
-// watchError reports a failing watch once per distinct reason, not once per retry.
-func (m *Manager) watchError(e *entry, err error) {
-	reason := string(apierrors.ReasonForError(err))
-	if reason == "" {
-		reason = err.Error()
-	}
-	e.mu.Lock()
-	e.watchErr = err
-	repeat := e.lastErr == reason
-	e.lastErr = reason
-	e.mu.Unlock()
-	if repeat {
-		m.log.Debug("watch failed again", "resource", e.watch.Key().String(), "err", err)
-		return
-	}
-	m.log.Warn("cannot watch resource; retrying with backoff", "resource", e.watch.Key().String(), "reason", reason, "err", err)
 }
 
 // event turns what an informer handed over into an Event, sharing the cached
