@@ -363,6 +363,7 @@ func (m *Manager) newEntry(w Watch) *entry {
 			if err != nil {
 				return nil, err
 			}
+			m.watchRecovered(e)
 			// Every event and bookmark tells that the watch is alive (/readyz).
 			return newTouchWatch(wi, func() { e.seen.Store(m.now().UnixNano()) }), nil
 		},

@@ -55,7 +55,7 @@ func cluster(t *testing.T) *rest.Config {
 			restConfig, startErr = clientcmd.BuildConfigFromFlags("", path)
 			return
 		}
-		env, startErr = testenv.Start(testenv.Options{})
+		env, startErr = testenv.Start(testenv.Options{Users: []testenv.User{{Name: outageUser, Token: outageToken}}})
 		if startErr == nil {
 			restConfig = env.Config
 		}
