@@ -67,7 +67,8 @@ func (w Watch) Key() Key {
 // Handler receives every event with the watch it came from. It is called from
 // the informer's own goroutine, so it must hand work on and return quickly.
 // Calls for one watch are serial (Replay's included), and none comes after
-// the Set that stopped the watch has returned.
+// the Set that stopped the watch has returned; so a handler must not call Set
+// or Replay, which wait for its calls.
 type Handler func(Key, *event.Event)
 
 // Manager owns the set of running informers.
