@@ -123,6 +123,14 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 	return f
 }
 
+// Close closes the webhook's idle connections, once its queue has stopped
+// (an action a reload retired or replaced): they would otherwise stay open
+// until the transport's idle timeout.
+func (w *Webhook) Close() error {
+	w.client.CloseIdleConnections()
+	return nil
+}
+
 // DeliveryID is a delivery's key, `<id>:<rule>`: one event can fire several
 // rules, and each of them is a delivery of its own for a receiver that drops
 // duplicates.
