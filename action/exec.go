@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -19,19 +20,25 @@ import (
 var errNoCommand = errors.New("exec: no command")
 
 // Exec runs a command per payload: argv as configured, never through a shell,
-// the payload as one JSON line on stdin and the event's identity in DYNWATCH_* variables.
+// the payload as one JSON line on stdin and the event's identity in DYNWATCH_*
+// variables. The command's environment is minimal (see commandEnv), never
+// dynwatch's own, which holds the secrets of the config's ${VAR}s.
 type Exec struct {
 	argv    []string
 	timeout time.Duration
+	env     []string // without the per-event DYNWATCH_* variables
 }
 
-// NewExec builds an exec action from a validated spec.
+// NewExec builds an exec action from a validated spec; the environment it
+// passes on is read from dynwatch's now.
 func NewExec(spec *config.ExecSpec) *Exec {
-	return &Exec{argv: spec.Command, timeout: spec.Timeout.Std()}
+	return &Exec{argv: spec.Command, timeout: spec.Timeout.Std(), env: commandEnv(os.LookupEnv, spec.Env)}
 }
 
 // Send runs the command once. A non-zero exit, a failure to start or a timeout is
 // an error (retried); on timeout the command's whole process group is killed.
+// A zero exit is a success even when a child it left in the background still
+// holds its stdout or stderr: what that child writes after the exit is dropped.
 func (x *Exec) Send(ctx context.Context, d *event.Delivery) error {
 	if len(x.argv) == 0 {
 		return &Failure{Err: errNoCommand, Permanent: true}
@@ -46,7 +53,7 @@ func (x *Exec) Send(ctx context.Context, d *event.Delivery) error {
 	}
 	cmd.WaitDelay = time.Second
 	p := d.Payload
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(slices.Clip(x.env),
 		"DYNWATCH_TYPE="+string(p.Type),
 		"DYNWATCH_RULE="+p.Rule,
 		"DYNWATCH_NAMESPACE="+p.Namespace,
@@ -63,6 +70,11 @@ func (x *Exec) Send(ctx context.Context, d *event.Delivery) error {
 	// alone. One that could not start at all fails for every event.
 	if ctx.Err() == context.DeadlineExceeded {
 		return &Failure{Err: fmt.Errorf("%s: timed out after %s (process group killed)", x.argv[0], x.timeout), OneEvent: true}
+	}
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() {
+		// The command exited 0; a background child kept its output open past
+		// WaitDelay, and os/exec closed it.
+		return nil
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {

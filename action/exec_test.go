@@ -19,9 +19,10 @@ import (
 )
 
 // TestHelperProcess is not a test: exec tests run the test binary as the
-// command. DYNWATCH_HELPER says what to do.
+// command. HELPER_MODE (from the action's env) says what to do, HELPER_OUT
+// where to write what it saw.
 func TestHelperProcess(t *testing.T) {
-	mode := os.Getenv("DYNWATCH_HELPER")
+	mode := os.Getenv("HELPER_MODE")
 	if mode == "" {
 		t.Skip("only runs as a helper process")
 	}
@@ -39,16 +40,23 @@ func TestHelperProcess(t *testing.T) {
 		for _, k := range []string{"DYNWATCH_TYPE", "DYNWATCH_RULE", "DYNWATCH_NAMESPACE", "DYNWATCH_NAME", "DYNWATCH_KIND", "DYNWATCH_EVENT_ID"} {
 			env[k] = os.Getenv(k)
 		}
-		b, _ := json.Marshal(map[string]any{"args": args, "env": env, "stdin": string(stdin)})
-		_ = os.WriteFile(os.Getenv("DYNWATCH_HELPER_OUT"), b, 0o600)
+		b, _ := json.Marshal(map[string]any{"args": args, "env": env, "stdin": string(stdin), "environ": os.Environ()})
+		_ = os.WriteFile(os.Getenv("HELPER_OUT"), b, 0o600)
 	case "fail":
 		fmt.Fprintln(os.Stderr, "helper says no")
 		os.Exit(3)
+	case "background":
+		// A child left running that holds the command's stdout and stderr.
+		child := exec.Command("sleep", "300")
+		child.Stdout, child.Stderr = os.Stdout, os.Stderr
+		_ = child.Start()
+		_ = os.WriteFile(os.Getenv("HELPER_OUT"), []byte(strconv.Itoa(child.Process.Pid)), 0o600)
+		fmt.Println("started a background child")
 	case "hang":
 		// A child in the same process group, as a script's subprocess would be.
 		child := exec.Command("sleep", "300")
 		_ = child.Start()
-		_ = os.WriteFile(os.Getenv("DYNWATCH_HELPER_OUT"), []byte(strconv.Itoa(child.Process.Pid)), 0o600)
+		_ = os.WriteFile(os.Getenv("HELPER_OUT"), []byte(strconv.Itoa(child.Process.Pid)), 0o600)
 		time.Sleep(300 * time.Second)
 	}
 	os.Exit(0)
@@ -56,19 +64,25 @@ func TestHelperProcess(t *testing.T) {
 
 func execAction(t *testing.T, mode string, timeout string, extraArgs ...string) (*Exec, string) {
 	t.Helper()
+	return execActionEnv(t, mode, timeout, "{}", extraArgs...)
+}
+
+// execActionEnv is execAction with more of the action's env, a YAML flow map.
+func execActionEnv(t *testing.T, mode, timeout, env string, extraArgs ...string) (*Exec, string) {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "out")
-	t.Setenv("DYNWATCH_HELPER", mode)
-	t.Setenv("DYNWATCH_HELPER_OUT", out)
 	argv := append([]string{os.Args[0], "-test.run=^TestHelperProcess$", "--"}, extraArgs...)
 	quoted, _ := json.Marshal(argv)
 	f, err := config.Parse("t.yaml", []byte(fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
-actions: [{name: x, exec: {command: %s, timeout: %s}}]
+actions: [{name: x, exec: {command: %s, timeout: %s, env: %s}}]
 rules: [{name: r, resources: [{kind: ConfigMap}], actions: [x]}]
-`, quoted, timeout)))
+`, quoted, timeout, env)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewExec(f.Config.Actions[0].Exec), out
+	spec := f.Config.Actions[0].Exec
+	spec.Env["HELPER_MODE"], spec.Env["HELPER_OUT"] = mode, out
+	return NewExec(spec), out
 }
 
 func TestExecReceivesArgvEnvAndStdin(t *testing.T) {

@@ -106,7 +106,10 @@ func compileWebhook(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, erro
 	ws := spec.Webhook
 	return func(Env) (Sender, io.Closer, error) {
 		w, err := NewWebhook(ws, body)
-		return w, nil, err
+		if err != nil {
+			return nil, nil, err
+		}
+		return w, w, nil
 	}, nil
 }
 

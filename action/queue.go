@@ -124,6 +124,8 @@ type Queue struct {
 	closed  bool               // Run has returned: nothing more is delivered
 	health  health
 	warned  time.Time // last per-event failure warning, to log at most once a minute
+	// backoffs are the keys waiting on their own retry (retryAlone), and when.
+	backoffs map[string]time.Time
 	// successor takes this queue's backlog when the action's settings change
 	// (HandOff); after that, Enqueue forwards to it.
 	successor *Queue
@@ -183,6 +185,7 @@ func NewQueue(name string, sender Sender, opts QueueOptions) *Queue {
 		done:        opts.Done,
 		durable:     opts.Durable,
 		pending:     map[string][]*item{},
+		backoffs:    map[string]time.Time{},
 		retire:      make(chan struct{}),
 		handedOff:   make(chan struct{}),
 	}
@@ -326,12 +329,17 @@ func (q *Queue) Run(ctx context.Context, grace time.Duration) error {
 		q.log.Info("draining the action's queue before stopping", "events", n, "for up to", grace.String())
 	}
 	drained := make(chan struct{})
+	deadline := time.Now().Add(grace)
 	go func() {
 		q.mu.Lock()
-		for q.total > 0 && !q.stop {
+		for q.total > 0 && !q.stop && !q.idleUntil(deadline) {
 			q.cond.Wait()
 		}
+		idle := q.total > 0 && !q.stop
 		q.mu.Unlock()
+		if idle {
+			q.log.Info("nothing can be attempted before the shutdown grace period ends (the action is down or its events back off past it): stopping now")
+		}
 		close(drained)
 	}()
 	timer := time.NewTimer(grace)
@@ -530,11 +538,12 @@ func (q *Queue) requeueFirst(key string) {
 // for it.
 func (q *Queue) retryAlone(key string, it *item, f *Failure, err error) {
 	wait := q.retry.backoff(it.attempts)
-	if f.RetryAfter > 0 {
-		wait = f.RetryAfter
+	if ra := q.retry.after(f); ra > 0 {
+		wait = ra
 	}
 	q.mu.Lock()
 	now := time.Now()
+	q.backoffs[key] = now.Add(wait)
 	warn := now.Sub(q.warned) >= time.Minute
 	if warn {
 		q.warned = now
@@ -545,13 +554,15 @@ func (q *Queue) retryAlone(key string, it *item, f *Failure, err error) {
 	} else {
 		q.log.Debug("delivery failed; retrying", "id", it.d.Payload.ID, "attempt", it.attempts, "wait", wait.String(), "err", err)
 	}
+	q.cond.Broadcast() // a drain waits for what it can still deliver
 	time.AfterFunc(wait, func() {
 		q.mu.Lock()
+		delete(q.backoffs, key)
 		if !q.stop {
 			q.ready = append(q.ready, key)
 		}
 		q.mu.Unlock()
-		q.cond.Signal()
+		q.cond.Broadcast()
 	})
 }
 
@@ -568,8 +579,8 @@ func (q *Queue) failing(probe bool, f *Failure, err error) {
 	if !wentDown && !probe {
 		// An attempt that began before the action went down: it does not count
 		// as a probe, but a Retry-After it brought still holds the probe back.
-		if f != nil && f.RetryAfter > 0 {
-			h.nextProbe = later(h.nextProbe, time.Now().Add(f.RetryAfter))
+		if ra := q.retry.after(f); ra > 0 {
+			h.nextProbe = later(h.nextProbe, time.Now().Add(ra))
 			time.AfterFunc(time.Until(h.nextProbe), q.cond.Broadcast)
 		}
 		q.mu.Unlock()
@@ -578,8 +589,8 @@ func (q *Queue) failing(probe bool, f *Failure, err error) {
 	}
 	h.failures++
 	wait := min(q.retry.backoff(h.failures), maxProbeInterval)
-	if f != nil && f.RetryAfter > 0 {
-		wait = f.RetryAfter // the receiver knows best when it can take more
+	if ra := q.retry.after(f); ra > 0 {
+		wait = ra // the receiver knows best when it can take more, within maxBackoff
 	}
 	h.nextProbe, h.probing = time.Now().Add(wait), false
 	depth, failures := q.total, h.failures

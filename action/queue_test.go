@@ -128,8 +128,9 @@ func TestWebhookRetriesEveryFailureKind(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	w := webhook(t, fmt.Sprintf(`{url: %q, timeout: 300ms, retry: {max: 5, initialBackoff: 20ms, maxBackoff: 100ms}}`, srv.URL))
-	q := NewQueue("hook", w, QueueOptions{Concurrency: 4, Retry: Retry{Max: 5, Initial: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}})
+	// maxBackoff 2s: a Retry-After is honoured up to maxBackoff.
+	w := webhook(t, fmt.Sprintf(`{url: %q, timeout: 300ms, retry: {max: 5, initialBackoff: 20ms, maxBackoff: 2s}}`, srv.URL))
+	q := NewQueue("hook", w, QueueOptions{Concurrency: 4, Retry: Retry{Max: 5, Initial: 20 * time.Millisecond, MaxBackoff: 2 * time.Second}})
 	runQueue(t, q)
 	objects := []string{"a", "b", "c"}
 	for seq := range 4 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -76,24 +77,25 @@ func NewWebhook(spec *config.WebhookSpec, body *template.Template) (*Webhook, er
 // (honouring Retry-After); any other status, a redirect included, is permanent.
 func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 	body := d.JSON
-	contentType := "application/json"
 	if w.body != nil {
 		var buf bytes.Buffer
 		if err := w.body.Execute(&buf, payload.TemplateData(d.JSON)); err != nil {
 			return &Failure{Err: fmt.Errorf("render body: %w", err), Permanent: true}
 		}
 		body = buf.Bytes()
-		contentType = ""
 	}
 	req, err := http.NewRequestWithContext(ctx, w.method, w.url, bytes.NewReader(body))
 	if err != nil {
 		return &Failure{Err: err, Permanent: true}
 	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	// The payload is JSON; so is a template's output when it parses as JSON
+	// (Slack, Teams). headers, set after, may say otherwise.
+	if w.body == nil || json.Valid(body) {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("User-Agent", "dynwatch")
 	req.Header.Set("X-Dynwatch-Event-Id", d.Payload.ID)
+	req.Header.Set("X-Dynwatch-Delivery-Id", DeliveryID(d))
 	for k, v := range w.headers {
 		req.Header.Set(k, v)
 	}
@@ -120,6 +122,19 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 	}
 	return f
 }
+
+// Close closes the webhook's idle connections, once its queue has stopped
+// (an action a reload retired or replaced): they would otherwise stay open
+// until the transport's idle timeout.
+func (w *Webhook) Close() error {
+	w.client.CloseIdleConnections()
+	return nil
+}
+
+// DeliveryID is a delivery's key, `<id>:<rule>`: one event can fire several
+// rules, and each of them is a delivery of its own for a receiver that drops
+// duplicates.
+func DeliveryID(d *event.Delivery) string { return d.Payload.ID + ":" + d.Payload.Rule }
 
 // parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
 func parseRetryAfter(v string, now time.Time) time.Duration {

@@ -158,7 +158,7 @@ type WebhookSpec struct {
 	Headers map[string]string `yaml:"headers"`
 	// Body is a Go text/template over the event. Default: "", the event JSON.
 	Body string `yaml:"body"`
-	// Timeout for one attempt. Default: 10s.
+	// Timeout for one attempt; must be positive. Default: 10s.
 	Timeout *Duration `yaml:"timeout"`
 	// Retry policy. Default: max 10, initialBackoff 1s, maxBackoff 5m.
 	Retry *RetrySpec `yaml:"retry"`
@@ -188,8 +188,13 @@ type TLSSpec struct {
 type ExecSpec struct {
 	// Command is the argv; it is never run through a shell. Required.
 	Command []string `yaml:"command"`
-	// Timeout kills the command's process group. Default: 30s.
+	// Timeout kills the command's process group; must be positive. Default: 30s.
 	Timeout *Duration `yaml:"timeout"`
+	// Env is added to the command's environment, which is otherwise only
+	// PATH, HOME, TMPDIR, TZ, LANG and LC_ALL (as dynwatch has them) and the
+	// DYNWATCH_* variables; ${VAR} is expanded from dynwatch's environment at
+	// load time. Names starting with DYNWATCH_ are dynwatch's. Default: none.
+	Env map[string]string `yaml:"env"`
 	// Retry policy for non-zero exits. Default: as for webhooks.
 	Retry *RetrySpec `yaml:"retry"`
 }
@@ -505,7 +510,7 @@ func (w *WebhookSpec) validate(v *validator, p string) {
 	for _, k := range slices.Sorted(maps.Keys(w.Headers)) {
 		w.Headers[k] = expandEnv(v, p+".headers."+k, w.Headers[k])
 	}
-	w.Timeout = orDuration(w.Timeout, DefaultWebhookTO)
+	w.Timeout = positive(v, p+".timeout", orDuration(w.Timeout, DefaultWebhookTO))
 	w.Retry = w.Retry.validate(v, p+".retry")
 	if w.TLS != nil && w.TLS.CAFile != "" {
 		if _, err := os.Stat(w.TLS.CAFile); err != nil {
@@ -518,7 +523,8 @@ func (e *ExecSpec) validate(v *validator, p string) {
 	if len(e.Command) == 0 || e.Command[0] == "" {
 		v.errf(p+".command", "required: the program and its arguments as a list")
 	}
-	e.Timeout = orDuration(e.Timeout, DefaultExecTO)
+	e.Timeout = positive(v, p+".timeout", orDuration(e.Timeout, DefaultExecTO))
+	e.validateEnv(v, p+".env")
 	e.Retry = e.Retry.validate(v, p+".retry")
 }
 

@@ -64,11 +64,24 @@ func Parse(name string, data []byte) (*File, error) {
 	f := &File{Path: name, Source: data, Config: cfg, lines: d.lines}
 	v := &validator{file: f}
 	cfg.validate(v)
-	ps := append(d.problems, v.problems...)
+	ps := append(d.problems, unread(v.problems, d.problems)...)
 	if len(ps) > 0 {
 		return f, ps.Sorted()
 	}
 	return f, nil
+}
+
+// unread returns the validation problems at paths the decoder could read: a
+// value it refused (say a negative duration) is left zero, and is reported once,
+// by the decoder, not again for being zero.
+func unread(validation, decoding Problems) Problems {
+	out := validation[:0:0]
+	for _, p := range validation {
+		if !slices.ContainsFunc(decoding, func(d Problem) bool { return d.Path == p.Path }) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Sorted returns the problems in file order (stable for one line).

@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 	flag "github.com/spf13/pflag"
+
+	"github.com/dynwatch/dynwatch/reaper"
 )
 
 // Exit codes, as the README lists them.
@@ -55,6 +57,11 @@ func commands() []command {
 }
 
 func main() {
+	// As PID 1 without an init (the image is FROM scratch), dynwatch runs as
+	// the child of an init of its own, which reaps orphaned processes.
+	if code, ok := reaper.Init(); ok {
+		os.Exit(code)
+	}
 	os.Exit(cli(context.Background(), &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:]))
 }
 

@@ -39,8 +39,15 @@ type proc struct {
 
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startProcWith(t, func(*exec.Cmd) {}, args...)
+}
+
+// startProcWith is startProc with a change to the command before it starts.
+func startProcWith(t *testing.T, change func(*exec.Cmd), args ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, exited: make(chan error, 1)}
 	p.cmd = exec.Command(bin, args...)
+	change(p.cmd)
 	p.cmd.Stderr = &p.stderr
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
