@@ -341,6 +341,8 @@ func (l *LeaderElection) validate(v *validator, p string) {
 	}
 	if l.Name == "" {
 		l.Name = "dynwatch"
+	} else if errs := validation.IsDNS1123Subdomain(l.Name); len(errs) > 0 {
+		v.errf(p+".name", "invalid Lease name %q: %s", l.Name, errs[0])
 	}
 	l.LeaseDuration = orDuration(l.LeaseDuration, DefaultLeaseDuration)
 	l.RenewDeadline = orDuration(l.RenewDeadline, DefaultRenewDeadline)
@@ -560,6 +562,9 @@ func orDuration(d *Duration, def time.Duration) *Duration {
 func (rs *RuleSpec) validate(v *validator, p string, c *Config) {
 	if len(rs.Resources) == 0 {
 		v.errf(p+".resources", "required: select at least one resource")
+	}
+	for j := range rs.Resources {
+		rs.Resources[j].validate(v, fmt.Sprintf("%s.resources[%d]", p, j))
 	}
 	if rs.Namespaces == nil {
 		rs.Namespaces = c.Defaults.Namespaces
