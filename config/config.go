@@ -65,9 +65,13 @@ type Config struct {
 	Server *Server `yaml:"server"`
 	// LeaderElection makes replicas elect one that acts. Default: off.
 	LeaderElection *LeaderElection `yaml:"leaderElection"`
-	// Redact lists the paths blanked in every payload and log line, per kind.
-	// Default: Secret data, stringData and the last-applied-configuration annotation.
+	// Redact lists the paths blanked in every payload and log line, per kind,
+	// besides the built-in Secret entry (DefaultRedact). Default: none more.
 	Redact []Redaction `yaml:"redact"`
+	// RedactSecrets keeps the built-in Secret entry (data, stringData and the
+	// last-applied-configuration annotation) in front of Redact; false drops
+	// it, and `dynwatch check` warns. Default: true.
+	RedactSecrets *bool `yaml:"redactSecrets"`
 	// ShutdownGrace is how long queues drain on SIGTERM. Default: 30s.
 	ShutdownGrace *Duration `yaml:"shutdownGrace"`
 	// Actions are the named things that rules deliver events to. Required.
@@ -287,11 +291,11 @@ func (c *Config) validate(v *validator) {
 		g := Duration(DefaultShutdownGrace)
 		c.ShutdownGrace = &g
 	}
-	if c.Redact == nil {
-		c.Redact = DefaultRedact()
-	}
 	for i := range c.Redact {
 		c.Redact[i].validate(v, fmt.Sprintf("redact[%d]", i))
+	}
+	if c.RedactSecrets == nil || *c.RedactSecrets {
+		c.Redact = append(DefaultRedact(), c.Redact...)
 	}
 	if len(c.Actions) == 0 {
 		v.errf("actions", "required: define at least one action")

@@ -86,6 +86,9 @@ func loadConfig(stderr io.Writer, path string) (*plan.File, int) {
 		fmt.Fprintln(stderr, "dynwatch:", err)
 		return nil, exitUsage
 	}
+	for _, w := range file.Warnings() {
+		fmt.Fprintln(stderr, w.Error())
+	}
 	return file, exitOK
 }
 
