@@ -45,6 +45,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	if file == nil {
 		return code
 	}
+	logProxies(log, file)
 	kf.log = log
 	c, err := kf.connect()
 	if err != nil {
