@@ -46,6 +46,12 @@ func TestWriteYAMLRules(t *testing.T) {
 	if err := Verify(b.Bytes()); err != nil {
 		t.Fatal(err)
 	}
+	// No selector here is a glob, and the CRD rule is still printed: the
+	// output says why.
+	if !strings.Contains(b.String(), "# The last rule lets dynwatch follow CRDs: run always watches them") ||
+		!strings.Contains(b.String(), "for exact selectors as\n# for globs") {
+		t.Errorf("the CRD rule's reason is not printed:\n%s", b.String())
+	}
 	var got []string
 	dec := yaml.NewDecoder(strings.NewReader(b.String()))
 	for {
