@@ -41,8 +41,8 @@ bench: ## Go benchmarks of the hot paths, 6 runs each; compare implementations w
 bench-e2e: testenv ## dynwatch against a raw LIST, a dynamic informer and a raw watch on a local API server; BENCH_E2E_FLAGS="-n 10000 -variants deployments,crd"
 	DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) $(GO) run ./hack/benche2e $(BENCH_E2E_FLAGS)
 
-fuzz: ## fuzz the config loader, tail's --where parser and the informers' JSON splitters for a minute each
-	$(GO) test ./plan -run '^$$' -fuzz FuzzParse -fuzztime 60s
+fuzz: ## fuzz the config loader (and the RBAC rbac prints for it), tail's --where parser and the informers' JSON splitters for a minute each
+	$(GO) test ./plan -run '^$$' -fuzz FuzzParse -fuzztime 60s -fuzzminimizetime 5s
 	$(GO) test ./tail -run '^$$' -fuzz FuzzParseWhere -fuzztime 60s
 	$(GO) test ./dyninformer -run '^$$' -fuzz FuzzParseObject -fuzztime 60s -fuzzminimizetime 5s
 	$(GO) test ./dyninformer -run '^$$' -fuzz FuzzFrameReader -fuzztime 60s -fuzzminimizetime 5s

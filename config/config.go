@@ -65,9 +65,13 @@ type Config struct {
 	Server *Server `yaml:"server"`
 	// LeaderElection makes replicas elect one that acts. Default: off.
 	LeaderElection *LeaderElection `yaml:"leaderElection"`
-	// Redact lists the paths blanked in every payload and log line, per kind.
-	// Default: Secret data, stringData and the last-applied-configuration annotation.
+	// Redact lists the paths blanked in every payload and log line, per kind,
+	// besides the built-in Secret entry (DefaultRedact). Default: none more.
 	Redact []Redaction `yaml:"redact"`
+	// RedactSecrets keeps the built-in Secret entry (data, stringData and the
+	// last-applied-configuration annotation) in front of Redact; false drops
+	// it, and `dynwatch check` warns. Default: true.
+	RedactSecrets *bool `yaml:"redactSecrets"`
 	// ShutdownGrace is how long queues drain on SIGTERM. Default: 30s.
 	ShutdownGrace *Duration `yaml:"shutdownGrace"`
 	// Actions are the named things that rules deliver events to. Required.
@@ -292,11 +296,11 @@ func (c *Config) validate(v *validator) {
 		g := Duration(DefaultShutdownGrace)
 		c.ShutdownGrace = &g
 	}
-	if c.Redact == nil {
-		c.Redact = DefaultRedact()
-	}
 	for i := range c.Redact {
 		c.Redact[i].validate(v, fmt.Sprintf("redact[%d]", i))
+	}
+	if c.RedactSecrets == nil || *c.RedactSecrets {
+		c.Redact = append(DefaultRedact(), c.Redact...)
 	}
 	if len(c.Actions) == 0 {
 		v.errf("actions", "required: define at least one action")
@@ -346,6 +350,8 @@ func (l *LeaderElection) validate(v *validator, p string) {
 	}
 	if l.Name == "" {
 		l.Name = "dynwatch"
+	} else if errs := validation.IsDNS1123Subdomain(l.Name); len(errs) > 0 {
+		v.errf(p+".name", "invalid Lease name %q: %s", l.Name, errs[0])
 	}
 	l.LeaseDuration = orDuration(l.LeaseDuration, DefaultLeaseDuration)
 	l.RenewDeadline = orDuration(l.RenewDeadline, DefaultRenewDeadline)
@@ -566,6 +572,9 @@ func orDuration(d *Duration, def time.Duration) *Duration {
 func (rs *RuleSpec) validate(v *validator, p string, c *Config) {
 	if len(rs.Resources) == 0 {
 		v.errf(p+".resources", "required: select at least one resource")
+	}
+	for j := range rs.Resources {
+		rs.Resources[j].validate(v, fmt.Sprintf("%s.resources[%d]", p, j))
 	}
 	if rs.Namespaces == nil {
 		rs.Namespaces = c.Defaults.Namespaces

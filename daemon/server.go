@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // serve starts the operations server on server.address, if set: /metrics,
@@ -48,9 +51,21 @@ func (d *daemon) serve() (stop func(), err error) {
 	}, nil
 }
 
+// reasonOf is what /readyz says of a failing watch: the API's reason
+// (Forbidden, NotFound, …), never the error's text, which can hold the
+// ServiceAccount's name and request URLs with their query, and /readyz answers
+// anyone who reaches the port. The whole error is in the logs (a WARN when the
+// watch starts failing).
+func reasonOf(err error) string {
+	if r := apierrors.ReasonForError(err); r != metav1.StatusReasonUnknown {
+		return string(r)
+	}
+	return "error (see the logs)"
+}
+
 // ready says whether the daemon is ready, and why not: every watch has listed
 // and none went stallAfter without an event or a bookmark. A watch that fails
-// (forbidden, not served) is reported as degraded but does not make the
+// (forbidden, not served) is reported as degraded, by its reason only, but does not make the
 // daemon unready: the others go on, and a restart would not fix it; it shows
 // as dynwatch_informer_synced 0. A replica that stands by is ready.
 func (d *daemon) ready(now time.Time) (bool, string) {
@@ -73,7 +88,7 @@ func (d *daemon) ready(now time.Time) (bool, string) {
 		}
 		switch {
 		case !st.Synced && st.Err != nil:
-			degraded = append(degraded, fmt.Sprintf("degraded: %s: %v", st.Key, st.Err))
+			degraded = append(degraded, fmt.Sprintf("degraded: %s: %s", st.Key, reasonOf(st.Err)))
 		case !st.Synced:
 			notReady = append(notReady, fmt.Sprintf("not ready: %s: still listing", st.Key))
 		case now.Sub(last) > stall:

@@ -123,6 +123,8 @@ type Event struct {
 	// redacted path): all that is known of the old state. OldObject then holds
 	// those of them that a plain path can rebuild.
 	OldValues map[string]json.RawMessage
+	// DigestKey is the key of the digests among OldValues: the state file's.
+	DigestKey DigestKey
 	// Time is when dynwatch saw the event.
 	Time time.Time
 

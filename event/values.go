@@ -1,6 +1,7 @@
 package event
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,25 +10,41 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// digestKey marks a recorded value that is a digest of the real one: what
-// restart state keeps of a redacted value, enough to tell that it changed.
-const digestKey = "$dynwatchSHA256"
+// digestField marks a recorded value that is a keyed digest of the real one:
+// what restart state keeps of a redacted value, enough to tell that it
+// changed. legacyDigestField marked the unkeyed SHA-256 that files written
+// before kept; such a value still compares, and is replaced by a keyed one
+// when its record is next written.
+const (
+	digestField       = "$dynwatchHMAC"
+	legacyDigestField = "$dynwatchSHA256"
+)
+
+// DigestKey is the random key of one state file's digests: an HMAC, so that
+// the file's digests cannot be matched against a dictionary of likely values
+// without the key.
+type DigestKey []byte
 
 // Digest returns the recorded form of a value that must not be kept in clear:
-// {"$dynwatchSHA256": "<hex of sha256 of its raw JSON>"}.
-func Digest(raw string) json.RawMessage {
-	sum := sha256.Sum256([]byte(raw))
-	return json.RawMessage(`{"` + digestKey + `":"` + hex.EncodeToString(sum[:]) + `"}`)
+// {"$dynwatchHMAC": "<hex of HMAC-SHA256 of its raw JSON under k>"}.
+func (k DigestKey) Digest(raw string) json.RawMessage {
+	m := hmac.New(sha256.New, k)
+	m.Write([]byte(raw))
+	return json.RawMessage(`{"` + digestField + `":"` + hex.EncodeToString(m.Sum(nil)) + `"}`)
 }
 
-// Same reports whether a recorded value (raw JSON or a Digest; nil: the path
-// was missing) stands for the current raw JSON value ("" when missing).
-func Same(recorded json.RawMessage, raw string) bool {
+// Same reports whether a recorded value (raw JSON or a Digest under k; nil:
+// the path was missing) stands for the current raw JSON value ("" when
+// missing).
+func (k DigestKey) Same(recorded json.RawMessage, raw string) bool {
 	switch {
 	case recorded == nil || raw == "":
 		return recorded == nil && raw == ""
-	case gjson.GetBytes(recorded, gjson.Escape(digestKey)).Exists():
-		return string(recorded) == string(Digest(raw))
+	case gjson.GetBytes(recorded, gjson.Escape(digestField)).Exists():
+		return hmac.Equal(recorded, k.Digest(raw))
+	case gjson.GetBytes(recorded, gjson.Escape(legacyDigestField)).Exists():
+		sum := sha256.Sum256([]byte(raw))
+		return string(recorded) == `{"`+legacyDigestField+`":"`+hex.EncodeToString(sum[:])+`"}`
 	}
 	return string(recorded) == raw
 }
@@ -35,11 +52,12 @@ func Same(recorded json.RawMessage, raw string) bool {
 // Differs reports whether the value at path differs between the event's old
 // and new object. A replayed update compares with the values recorded before
 // the restart, path by path (query paths included, digests of redacted values
-// against the digest of the new value); a live update compares the objects.
+// against the digest of the new value under DigestKey); a live update
+// compares the objects.
 func (e *Event) Differs(path string) bool {
 	cur := gjson.GetBytes(e.Object, path).Raw
 	if e.OldValues != nil {
-		return !Same(e.OldValues[path], cur)
+		return !e.DigestKey.Same(e.OldValues[path], cur)
 	}
 	return gjson.GetBytes(e.OldObject, path).Raw != cur
 }

@@ -2,7 +2,6 @@ package payload
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -51,45 +50,14 @@ func (r *Redactor) entries(res event.Resource) []redactPaths {
 	return out
 }
 
-// Covers reports whether the value at path in an object of res holds a
-// redacted value: the path is a redacted path, lies under one, or holds one
-// (metadata holds the last-applied annotation).
-func (r *Redactor) Covers(res event.Resource, path string) bool {
-	if r == nil {
-		return false
-	}
-	for _, e := range r.entries(res) {
-		for _, rp := range e.rawPaths {
-			if path == rp || strings.HasPrefix(path, rp+".") || strings.HasPrefix(rp, path+".") || strings.HasPrefix(path, rp+"|") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // Redact returns obj with every configured path blanked. Under a blanked object
 // or array, the keys stay and every leaf value reads "<redacted>", so a reader
 // still sees which keys exist; a blanked scalar reads "<redacted>".
 func (r *Redactor) Redact(res event.Resource, obj []byte) []byte {
-	if obj == nil || r == nil {
+	if !r.touches(res, obj) {
 		return obj
 	}
 	entries := r.entries(res)
-	if len(entries) == 0 {
-		return obj
-	}
-	touched := false
-	for _, e := range entries {
-		for _, p := range e.rawPaths {
-			if gjson.GetBytes(obj, p).Exists() {
-				touched = true
-			}
-		}
-	}
-	if !touched {
-		return obj
-	}
 	var doc map[string]any
 	if err := json.Unmarshal(obj, &doc); err != nil {
 		// Not an object: send nothing of it rather than risk a leak.
@@ -105,6 +73,21 @@ func (r *Redactor) Redact(res event.Resource, obj []byte) []byte {
 		return []byte(`"` + Redacted + `"`)
 	}
 	return out
+}
+
+// touches reports whether obj, of res, holds a value at a configured path.
+func (r *Redactor) touches(res event.Resource, obj []byte) bool {
+	if obj == nil || r == nil {
+		return false
+	}
+	for _, e := range r.entries(res) {
+		for _, p := range e.rawPaths {
+			if gjson.GetBytes(obj, p).Exists() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func blank(m map[string]any, keys []string) {

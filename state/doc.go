@@ -10,16 +10,16 @@ import (
 )
 
 // Values reads the value at each path from obj; missing paths are left out.
-// The values of paths for which secret says so are kept as an event.Digest, never
-// in clear (secret may be nil).
-func Values(obj []byte, paths []string, secret func(path string) bool) map[string]json.RawMessage {
+// The values of paths for which secret says so are kept as a digest under key
+// (the file's, Store.DigestKey), never in clear (secret may be nil).
+func Values(key event.DigestKey, obj []byte, paths []string, secret func(path string) bool) map[string]json.RawMessage {
 	vals := make(map[string]json.RawMessage, len(paths))
 	for _, p := range paths {
 		v := gjson.GetBytes(obj, p)
 		switch {
 		case !v.Exists():
 		case secret != nil && secret(p):
-			vals[p] = event.Digest(v.Raw)
+			vals[p] = key.Digest(v.Raw)
 		default:
 			vals[p] = json.RawMessage(v.Raw)
 		}

@@ -10,6 +10,7 @@ package state
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -24,6 +25,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/dynwatch/dynwatch/event"
 )
 
 // Format is the version of the file layout this build reads and writes. In
@@ -45,6 +48,7 @@ var ErrInUse = errors.New("in use by another dynwatch process")
 // Store is an open state file.
 type Store struct {
 	db   *bolt.DB
+	key  event.DigestKey
 	stop chan struct{}
 	done chan struct{}
 }
@@ -80,6 +84,7 @@ func Open(path string) (*Store, error) {
 	case err != nil:
 		return nil, fmt.Errorf("state file %s is unreadable (%v): start with --reset-state to discard it and start over", path, err)
 	}
+	var key event.DigestKey
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
@@ -108,13 +113,14 @@ func Open(path string) (*Store, error) {
 				return err
 			}
 		}
-		return nil
+		key, err = digestKeyOf(meta)
+		return err
 	})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("state file %s is incompatible: %v: start with --reset-state to discard it and start over", path, err)
 	}
-	s := &Store{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{db: db, key: key, stop: make(chan struct{}), done: make(chan struct{})}
 	go s.syncLoop()
 	return s, nil
 }
@@ -448,12 +454,13 @@ func (s *Store) PendingActions() (map[string]int, error) {
 // kinds in their fields' order, custom resources with sorted keys), so equal
 // content hashes equally; the version is cut out of the bytes rather than
 // decoded and encoded again. It trusts obj to be JSON, and checks only that it
-// is an object: validating every byte would double its cost.
-func Hash(obj []byte) (string, error) {
+// is an object: validating every byte would double its cost. The hash is an
+// HMAC under the file's key (Store.DigestKey), as it is of a Secret's data too.
+func Hash(key event.DigestKey, obj []byte) (string, error) {
 	if i := bytes.IndexFunc(obj, func(r rune) bool { return !unicode.IsSpace(r) }); i < 0 || obj[i] != '{' {
 		return "", errors.New("hash: not a JSON object")
 	}
-	h := sha256.New()
+	h := hmac.New(sha256.New, key)
 	if rv := gjson.GetBytes(obj, "metadata.resourceVersion"); rv.Index > 0 {
 		h.Write(obj[:rv.Index])
 		h.Write(obj[rv.Index+len(rv.Raw):])

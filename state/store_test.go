@@ -10,12 +10,14 @@ import (
 
 	"github.com/tidwall/gjson"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/dynwatch/dynwatch/event"
 )
 
 func TestDocRoundTrip(t *testing.T) {
 	obj := []byte(`{"metadata":{"name":"a","labels":{"app.kubernetes.io/name":"web"}},"spec":{"replicas":3,"containers":[{"image":"x:1"}],"paused":false}}`)
 	paths := []string{"metadata.name", `metadata.labels.app\.kubernetes\.io/name`, "spec.replicas", "spec.containers.0.image", "spec.paused", "spec.missing", "spec.containers.#.image"}
-	doc := Doc(Values(obj, paths, nil))
+	doc := Doc(Values(event.DigestKey("k"), obj, paths, nil))
 	for _, p := range paths[:5] {
 		if got, want := gjson.GetBytes(doc, p).Raw, gjson.GetBytes(obj, p).Raw; got != want {
 			t.Errorf("%s: rebuilt %s, want %s (doc %s)", p, got, want, doc)
@@ -27,16 +29,16 @@ func TestDocRoundTrip(t *testing.T) {
 }
 
 func TestHashIgnoresVersion(t *testing.T) {
-	a, _ := Hash([]byte(`{"metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1}}`))
-	b, _ := Hash([]byte(`{"metadata":{"name":"a","resourceVersion":"22"},"spec":{"x":1}}`))
-	c, _ := Hash([]byte(`{"metadata":{"name":"a","resourceVersion":"2"},"spec":{"x":2}}`))
+	a, _ := Hash(nil, []byte(`{"metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1}}`))
+	b, _ := Hash(nil, []byte(`{"metadata":{"name":"a","resourceVersion":"22"},"spec":{"x":1}}`))
+	c, _ := Hash(nil, []byte(`{"metadata":{"name":"a","resourceVersion":"2"},"spec":{"x":2}}`))
 	if a != b || a == c {
 		t.Errorf("hashes %s %s %s", a, b, c)
 	}
 	// Hash trusts its input to be JSON (the API server's, through the
 	// informer): it checks only that it is an object, not every byte.
 	for _, bad := range []string{``, ` `, `[1]`, `"x"`} {
-		if _, err := Hash([]byte(bad)); err == nil {
+		if _, err := Hash(nil, []byte(bad)); err == nil {
 			t.Errorf("hashed %q", bad)
 		}
 	}

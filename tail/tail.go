@@ -379,7 +379,7 @@ func (p *Printer) Print(pl *event.Payload) error {
 		if pl.Resource.Group != "" {
 			kind += "." + pl.Resource.Group
 		}
-		return p.write([]byte(kind + "/" + pl.Name + "\n"))
+		return p.write([]byte(printable(kind+"/"+pl.Name) + "\n"))
 	}
 	return p.row(p.cells(pl))
 }
@@ -441,7 +441,7 @@ func (p *Printer) row(cells []string) error {
 	defer p.mu.Unlock()
 	var b strings.Builder
 	for i, c := range cells {
-		c = strings.ReplaceAll(c, "\n", " ")
+		c = printable(c)
 		if i == len(cells)-1 {
 			b.WriteString(c)
 			break

@@ -27,6 +27,7 @@ import (
 // either keeps both or neither (and then the next start's diff finds the change).
 type durable struct {
 	store   *state.Store
+	key     event.DigestKey // the store's: digests and content hashes
 	commits *state.Committer
 	log     *slog.Logger
 	// pipe is the watcher's current pipeline: deliveries go to the queues that
@@ -44,6 +45,7 @@ type durable struct {
 func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline]) *durable {
 	return &durable{
 		store:   store,
+		key:     store.DigestKey(),
 		commits: state.NewCommitter(store),
 		log:     log,
 		pipe:    pipe,
@@ -243,7 +245,7 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 						return err
 					}
 				}
-				if replay := replayOf(ev, rec, l.found()); replay != nil {
+				if replay := replayOf(ev, rec, l.found(), d.key); replay != nil {
 					out = append(out, p.route(watch.GVR, replay)...)
 				}
 			}
@@ -255,11 +257,11 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 		if ev.Type == event.Delete {
 			return tx.Delete(scope, ev.UID)
 		}
-		r := recordOf(ev, paths, p.file.Redactor)
+		r := recordOf(ev, paths, p.file.Redactor, d.key)
 		if recorded && prevRV == ev.ResourceVersion {
 			r.Hash = prevHash // one version is one content: no need to hash it
 		} else {
-			r.Hash, _ = state.Hash(ev.Object)
+			r.Hash, _ = state.Hash(d.key, ev.Object)
 		}
 		return tx.Put(scope, ev.UID, r)
 	}, func(err error) {
@@ -304,8 +306,8 @@ func (d *durable) replaceByName(tx *state.Tx, p *pipeline, gvr schema.GroupVersi
 
 // replayOf returns the event an object of the initial list fires under onStart
 // diff: add when it is new, update when it changed while dynwatch was down
-// (or, after a version move, while the watch moved).
-func replayOf(ev *event.Event, rec *state.Record, origin event.Origin) *event.Event {
+// (or, after a version move, while the watch moved). key is the store's.
+func replayOf(ev *event.Event, rec *state.Record, origin event.Origin, key event.DigestKey) *event.Event {
 	r := *ev
 	r.Origin = origin
 	switch {
@@ -314,12 +316,12 @@ func replayOf(ev *event.Event, rec *state.Record, origin event.Origin) *event.Ev
 	case rec.ResourceVersion == ev.ResourceVersion:
 		return nil
 	}
-	if h, err := state.Hash(ev.Object); err == nil && h == rec.Hash {
+	if h, err := state.Hash(key, ev.Object); err == nil && h == rec.Hash {
 		return nil // a new version of the same content
 	}
 	r.Type = event.Update
 	r.OldObject = state.Doc(rec.Values)
-	r.OldValues = rec.Values
+	r.OldValues, r.DigestKey = rec.Values, key
 	if r.OldValues == nil {
 		r.OldValues = map[string]json.RawMessage{}
 	}
@@ -327,14 +329,14 @@ func replayOf(ev *event.Event, rec *state.Record, origin event.Origin) *event.Ev
 }
 
 // recordOf is what the state keeps of an object: who it is, its version, and
-// the values at paths, those that are redacted as digests. The caller sets its
-// content hash.
-func recordOf(ev *event.Event, paths []string, red *payload.Redactor) *state.Record {
+// the values at paths, as digests under key those that read a redacted value
+// (payload.Redactor.Secret). The caller sets its content hash.
+func recordOf(ev *event.Event, paths []string, red *payload.Redactor, key event.DigestKey) *state.Record {
 	return &state.Record{
 		Namespace:       ev.Namespace,
 		Name:            ev.Name,
 		ResourceVersion: ev.ResourceVersion,
-		Values:          state.Values(ev.Object, paths, func(p string) bool { return red.Covers(ev.Resource, p) }),
+		Values:          state.Values(key, ev.Object, paths, red.Secret(ev.Resource, ev.Object)),
 	}
 }
 

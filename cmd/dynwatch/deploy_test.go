@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -21,6 +23,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/plan"
 )
 
@@ -52,7 +55,7 @@ func key(u *unstructured.Unstructured) string {
 
 func gvrOf(u *unstructured.Unstructured) schema.GroupVersionResource {
 	gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
-	return gv.WithResource(strings.ToLower(u.GetKind()) + "s")
+	return gv.WithResource(discovery.Plural(u.GetKind()))
 }
 
 // rbacOf parses `dynwatch rbac` output into objects by key.
@@ -109,6 +112,7 @@ func TestDeployVariants(t *testing.T) {
 				}
 			}
 			checkWorkload(t, objs)
+			checkNetworkPolicy(t, objs)
 			for _, u := range objs {
 				if u.GetKind() == "Namespace" {
 					continue
@@ -141,6 +145,38 @@ func checkWorkload(t *testing.T, objs []*unstructured.Unstructured) {
 				}
 			}
 		}
+	}
+}
+
+// checkNetworkPolicy checks that a NetworkPolicy selects the workload's pods
+// and admits ingress on the operations port only, from labelled namespaces
+// only (the scraper's).
+func checkNetworkPolicy(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var pods map[string]string
+	var policies []*unstructured.Unstructured
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "Deployment", "StatefulSet":
+			pods, _, _ = unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
+		case "NetworkPolicy":
+			policies = append(policies, u)
+		}
+	}
+	if len(policies) != 1 {
+		t.Fatalf("%d NetworkPolicies, want 1", len(policies))
+	}
+	np := policies[0]
+	sel, _, _ := unstructured.NestedStringMap(np.Object, "spec", "podSelector", "matchLabels")
+	if len(sel) == 0 || !labels.SelectorFromSet(sel).Matches(labels.Set(pods)) {
+		t.Errorf("the NetworkPolicy selects %v, not the pods (%v)", sel, pods)
+	}
+	types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes")
+	ingress, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+	b, _ := json.Marshal(ingress)
+	const want = `[{"from":[{"namespaceSelector":{"matchLabels":{"dynwatch.io/scrape":"true"}}}],"ports":[{"port":8080,"protocol":"TCP"}]}]`
+	if !slices.Equal(types, []string{"Ingress"}) || string(b) != want {
+		t.Errorf("the NetworkPolicy's ingress (%v) is %s, want %s", types, b, want)
 	}
 }
 

@@ -114,7 +114,8 @@ rules:
 	}
 	code, body := get(t, base+"/readyz")
 	t.Logf("/readyz with a forbidden resource: %d\n%s", code, body)
-	if code != http.StatusOK || !strings.Contains(body, "degraded: secrets.v1 in namespace "+ns) || !strings.Contains(body, "forbidden") {
+	if code != http.StatusOK || !strings.Contains(body, "degraded: secrets.v1 in namespace "+ns+": Forbidden\n") ||
+		strings.Contains(body, cmOnlyUser) || strings.Contains(body, "cannot list") {
 		t.Errorf("/readyz: %d %q", code, body)
 	}
 	_ = p.stop(syscall.SIGTERM)

@@ -45,6 +45,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	if file == nil {
 		return code
 	}
+	logProxies(log, file)
 	kf.log = log
 	c, err := kf.connect()
 	if err != nil {
@@ -85,6 +86,9 @@ func loadConfig(stderr io.Writer, path string) (*plan.File, int) {
 		}
 		fmt.Fprintln(stderr, "dynwatch:", err)
 		return nil, exitUsage
+	}
+	for _, w := range file.Warnings() {
+		fmt.Fprintln(stderr, w.Error())
 	}
 	return file, exitOK
 }

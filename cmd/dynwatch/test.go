@@ -133,12 +133,12 @@ func readObjects(path string) ([][]byte, error) {
 		}
 		if items := gjson.GetBytes(b, "items"); strings.HasSuffix(gjson.GetBytes(b, "kind").Str, "List") && items.IsArray() {
 			items.ForEach(func(_, it gjson.Result) bool {
-				out = append(out, compact([]byte(it.Raw)))
+				out = append(out, cutManagedFields(compact([]byte(it.Raw))))
 				return true
 			})
 			continue
 		}
-		out = append(out, compact(b))
+		out = append(out, cutManagedFields(compact(b)))
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: holds no object", path)
@@ -159,6 +159,32 @@ func splitDocuments(data []byte) [][]byte {
 		cur = append(cur, line...)
 	}
 	return append(docs, cur)
+}
+
+// cutManagedFields drops metadata.managedFields, as run's informers do, so
+// that rules and payloads see the object as run would. Its other values are
+// kept byte for byte (the top level's and metadata's keys come out sorted).
+func cutManagedFields(obj []byte) []byte {
+	if !gjson.GetBytes(obj, "metadata.managedFields").Exists() {
+		return obj
+	}
+	var doc, md map[string]json.RawMessage
+	if json.Unmarshal(obj, &doc) != nil || json.Unmarshal(doc["metadata"], &md) != nil {
+		return obj
+	}
+	delete(md, "managedFields")
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(md) != nil {
+		return obj
+	}
+	doc["metadata"] = bytes.TrimSpace(bytes.Clone(buf.Bytes()))
+	buf.Reset()
+	if enc.Encode(doc) != nil {
+		return obj
+	}
+	return bytes.TrimSpace(buf.Bytes())
 }
 
 func compact(b []byte) []byte {
