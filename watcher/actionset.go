@@ -105,14 +105,3 @@ func addStats(a, b action.Stats) action.Stats {
 // disk. Queues a reload retired stop too, and queues a later reload builds
 // start halted. Run then drains nothing when its context ends.
 func (w *Watcher) Halt() { w.set.halt() }
-
-// QueueSamples returns every action queue's counts, for metrics.
-func (w *Watcher) QueueSamples() []metrics.QueueSample {
-	p := w.pipe.Load()
-	out := make([]metrics.QueueSample, 0, len(p.queues))
-	for name, q := range p.queues {
-		st := q.Stats()
-		out = append(out, metrics.QueueSample{Action: name, Delivered: st.Delivered, Retries: st.Retries, Failed: st.Failed, Dropped: st.Dropped, Depth: q.Len()})
-	}
-	return out
-}
