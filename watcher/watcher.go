@@ -59,7 +59,7 @@ type Watcher struct {
 	queues   map[string]*queueRun
 	queueCtx context.Context
 	queueWG  sync.WaitGroup
-	set      actionSet // every queue started, for halting and counts
+	set      actionSet       // every queue started, for halting and counts
 	warned   map[string]bool // rules already warned about selecting nothing
 	durable  *durable        // nil without state.path
 	lost     atomic.Uint64   // events abandoned at shutdown without state
