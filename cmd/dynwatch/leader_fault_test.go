@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/state"
 )
 
 // A replica that wins the Lease but cannot act (its state file cannot be
@@ -22,9 +23,18 @@ func TestLeaderThatCannotActGivesTheLeaseUp(t *testing.T) {
 	tests := []struct {
 		name string
 		bad  string // the broken replica's state and actions; %s is a folder that does not exist
+		// held: the broken replica's state file is in a folder that exists,
+		// held open by another process (this test) all along; lease is then
+		// its leaderElection, short: it waits for leaseDuration +
+		// renewDeadline (a last leader that lost the Lease has stopped by
+		// then), then gives up.
+		held  bool
+		lease string
 	}{
-		{"state file cannot be opened", "state: {path: %s/state.db}\nactions: [{name: out, log: {}}]"},
-		{"an action cannot be built", "actions: [{name: out, log: {path: %s/out.log}}]"},
+		{name: "state file cannot be opened", bad: "state: {path: %s/state.db}\nactions: [{name: out, log: {}}]"},
+		{name: "an action cannot be built", bad: "actions: [{name: out, log: {path: %s/out.log}}]"},
+		{name: "state file held by another process", bad: "state: {path: %s/state.db}\nactions: [{name: out, log: {}}]",
+			held: true, lease: "leaseDuration: 4s, renewDeadline: 3s, retryPeriod: 500ms"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -32,15 +42,28 @@ func TestLeaderThatCannotActGivesTheLeaseUp(t *testing.T) {
 			// A long Lease: a takeover that waits for it to expire is told
 			// apart from one that follows its release.
 			const leaseDuration = 15 * time.Second
+			durations := "leaseDuration: 15s, renewDeadline: 10s, retryPeriod: 500ms"
+			if tt.lease != "" {
+				durations = tt.lease
+			}
 			config := func(dir, actions string) string {
 				return writeConfig(t, dir, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
-leaderElection: {namespace: %s, name: %s, leaseDuration: 15s, renewDeadline: 10s, retryPeriod: 500ms}
+leaderElection: {namespace: %s, name: %s, %s}
 %s
 rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], namespaces: [%[1]s], actions: [out]}]
-`, ns, lease, actions))
+`, ns, lease, durations, actions))
 			}
 			badDir, goodDir := t.TempDir(), t.TempDir()
-			bad := startProc(t, "run", "--config", config(badDir, fmt.Sprintf(tt.bad, filepath.Join(badDir, "missing"))), "--kubeconfig", cp.Kubeconfig)
+			stateDir := filepath.Join(badDir, "missing")
+			if tt.held {
+				stateDir = badDir
+				s, err := state.Open(filepath.Join(stateDir, "state.db"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+			}
+			bad := startProc(t, "run", "--config", config(badDir, fmt.Sprintf(tt.bad, stateDir)), "--kubeconfig", cp.Kubeconfig)
 			bad.waitLog("this replica leads; acting", 30*time.Second)
 			good := startProc(t, "run", "--config", config(goodDir, "actions: [{name: out, log: {}}]"), "--kubeconfig", cp.Kubeconfig)
 			good.waitLog("standing by until elected", 30*time.Second)
@@ -58,7 +81,7 @@ rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], n
 				t.Errorf("the replica that cannot act did not say it gave the Lease up:\n%s", bad.stderr.String())
 			}
 			good.waitLog("this replica leads; acting", 2*leaseDuration)
-			if took := time.Since(waiting); took > leaseDuration/3 {
+			if took := time.Since(waiting); !tt.held && took > leaseDuration/3 {
 				t.Errorf("the standby took over after %s; the Lease (%s) should have been released at once", took.Round(10*time.Millisecond), leaseDuration)
 			}
 			good.waitLog("all informers synced", 30*time.Second)
