@@ -145,7 +145,14 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	stop()
 	<-followed
 	d.remember(w.File())
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, watcher.ErrUndelivered) && lease != nil && lease.Err() != nil && ctx.Err() == nil:
+		// Halted by the lost Lease: without state.path what was queued is
+		// gone (each event was logged by id), and this replica stands by
+		// again like any other.
+		d.log.Warn("lost the lease with events neither delivered nor kept on disk (no state.path)", "err", err)
+	default:
 		d.log.Error("dynwatch stopped", "err", err)
 		return ErrFailed
 	}
