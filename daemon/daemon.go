@@ -145,7 +145,14 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	stop()
 	<-followed
 	d.remember(w.File())
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, watcher.ErrUndelivered) && lease != nil && lease.Err() != nil && ctx.Err() == nil:
+		// Halted by the lost Lease: without state.path what was queued is
+		// gone (each event was logged by id), and this replica stands by
+		// again like any other.
+		d.log.Warn("lost the lease with events neither delivered nor kept on disk (no state.path)", "err", err)
+	default:
 		d.log.Error("dynwatch stopped", "err", err)
 		return ErrFailed
 	}
@@ -206,7 +213,10 @@ func (d *daemon) remember(f *plan.File) {
 // openState opens the state file of state.path (after discarding it, the first
 // time, if reset is asked for); without state.path it returns nil. Under leader
 // election the last leader may still hold the file for a moment: it is tried
-// again until the lease ends.
+// again until the lease ends, or for leaseDuration + renewDeadline (a last
+// leader that lost the Lease has stopped by then; a file held longer is held
+// by something else, and a replica that cannot open it must not keep the
+// Lease).
 func (d *daemon) openState(file *plan.File, lease context.Context) (*state.Store, error) {
 	if !file.StateEnabled() {
 		if d.o.ResetState {
@@ -221,12 +231,16 @@ func (d *daemon) openState(file *plan.File, lease context.Context) (*state.Store
 			return nil, err
 		}
 	}
+	var giveUp time.Time
+	if le := d.o.File.Config.LeaderElection; le != nil { // the elector's, which reloads do not change
+		giveUp = time.Now().Add(le.LeaseDuration.Std() + le.RenewDeadline.Std())
+	}
 	for {
 		store, err := state.Open(path)
 		switch {
 		case err == nil:
 			return store, nil
-		case lease == nil || !errors.Is(err, state.ErrInUse):
+		case lease == nil || !errors.Is(err, state.ErrInUse) || time.Now().After(giveUp):
 			d.log.Error("cannot open the state", "err", err)
 			return nil, ErrFailed
 		}

@@ -46,15 +46,19 @@ func (d *daemon) elect(ctx context.Context) error {
 }
 
 // term is one round of leader election: it returns when the Lease is lost (to
-// stand by again) or ctx ends.
+// stand by again) or ctx ends, or with the error of a replica that won the
+// Lease but could not act. Acting ends the term: the Lease is given up at once
+// (a replica that cannot act must not hold it while a healthy one waits).
 func (d *daemon) term(ctx context.Context, lock resourcelock.Interface, id string) error {
 	le := d.o.File.Config.LeaderElection
 	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	var (
 		mu      sync.Mutex
-		leading bool
+		leading bool // OnStartedLeading ran, and done will be closed
+		ended   bool // elector.Run returned: OnStartedLeading must not act
 		actErr  error
+		lost    bool // the Lease ended while acting
 		done    = make(chan struct{})
 	)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
@@ -67,11 +71,17 @@ func (d *daemon) term(ctx context.Context, lock resourcelock.Interface, id strin
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lease context.Context) {
 				mu.Lock()
+				if ended {
+					mu.Unlock()
+					return
+				}
 				leading = true
 				mu.Unlock()
 				defer close(done)
+				defer cancel() // the term ends with acting: release the Lease
 				d.log.Info("leader election: this replica leads; acting", "identity", id)
 				actErr = d.act(ctx, lease)
+				lost = lease.Err() != nil
 			},
 			OnStoppedLeading: func() {},
 			OnNewLeader: func(leader string) {
@@ -85,33 +95,44 @@ func (d *daemon) term(ctx context.Context, lock resourcelock.Interface, id strin
 		d.log.Error("leader election", "err", err)
 		return ErrFailed
 	}
-	go func() {
-		<-ctx.Done()
+	// A shutdown ends the term, after acting has stopped if this replica
+	// leads: the Lease is released only then. Stopped with the term, so that
+	// no goroutine is left waiting for the shutdown.
+	stopOnShutdown := context.AfterFunc(ctx, func() {
 		mu.Lock()
 		wasLeading := leading
 		mu.Unlock()
 		if wasLeading {
-			<-done // stop acting before the Lease is released
+			<-done
 		}
 		cancel()
-	}()
+	})
+	defer stopOnShutdown()
 	elector.Run(ectx)
 	mu.Lock()
+	ended = true
 	wasLeading := leading
 	mu.Unlock()
 	if !wasLeading {
 		return nil
 	}
 	<-done
+	return d.termEnd(ctx, actErr, lost)
+}
+
+// termEnd says how a term in which this replica acted ended: actErr is what
+// acting returned, lost whether the Lease had ended by then.
+func (d *daemon) termEnd(ctx context.Context, actErr error, lost bool) error {
 	switch {
-	case ctx.Err() != nil:
-		if errors.Is(actErr, errLeaseEnded) {
-			return nil
-		}
+	case errors.Is(actErr, errLeaseEnded):
+	case actErr != nil && !lost && ctx.Err() == nil:
+		d.log.Error("leader election: this replica cannot act; it gave the Lease up for another to take", "err", actErr)
 		return actErr
-	case actErr != nil && !errors.Is(actErr, errLeaseEnded):
+	case actErr != nil:
 		return actErr
 	}
-	d.log.Warn("leader election: lost the Lease; standing by")
+	if ctx.Err() == nil {
+		d.log.Warn("leader election: lost the Lease; standing by")
+	}
 	return nil
 }

@@ -140,9 +140,12 @@ func (e *Event) ID() string {
 // IsReplay reports whether the event was reconstructed from restart state.
 func (e *Event) IsReplay() bool { return e.Origin == Replay }
 
-// ObjectKey identifies the object across events, for per-object ordering.
+// ObjectKey identifies the object across events, for per-object ordering:
+// group/resource/namespace/name. The version is not part of it: after a watch
+// moves to another version of the resource, an object's new events still
+// queue behind its backlog.
 func (e *Event) ObjectKey() string {
-	return e.Resource.String() + "/" + e.Namespace + "/" + e.Name
+	return e.Resource.Group + "/" + e.Resource.Resource + "/" + e.Namespace + "/" + e.Name
 }
 
 // Payload is the event as actions deliver it.

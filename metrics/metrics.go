@@ -130,7 +130,7 @@ func (m *Metrics) SetLeader(acting bool) {
 
 var (
 	deliveriesDesc = prometheus.NewDesc("dynwatch_deliveries_total", "Delivery attempts by action and result: ok, retry, failed (gave up), dropped (queue full or stopped).", []string{"action", "result"}, nil)
-	depthDesc      = prometheus.NewDesc("dynwatch_queue_depth", "Events queued or in flight in an action's memory queue.", []string{"action"}, nil)
+	depthDesc      = prometheus.NewDesc("dynwatch_queue_depth", "Undelivered events of an action, queued or in flight: in memory and, with state.path, on disk.", []string{"action"}, nil)
 	syncedDesc     = prometheus.NewDesc("dynwatch_informer_synced", "1 when the watch has listed once, else 0 (still listing, or failing: forbidden, not served).", []string{"resource", "namespace"}, nil)
 	ruleErrorsDesc = prometheus.NewDesc("dynwatch_rule_eval_errors_total", "CEL evaluations that failed (no such key, the cost limit, not a bool) and counted as false.", []string{"rule"}, nil)
 	lastEventDesc  = prometheus.NewDesc("dynwatch_watch_last_event_timestamp_seconds", "When the watch last saw an event or a bookmark.", []string{"resource", "namespace"}, nil)

@@ -160,7 +160,7 @@ func (pg *pager) pageIn() {
 				_ = pg.store.Done(name, pd.Seq)
 				continue
 			}
-			q.Enqueue(&event.Delivery{Payload: &pl, JSON: pd.JSON, Key: pd.Key, Seq: pd.Seq})
+			q.Enqueue(&event.Delivery{Payload: &pl, JSON: pd.JSON, Key: storedKey(pd.Key), Seq: pd.Seq})
 		}
 		if len(list) < room {
 			a.spilled = false // caught up: new deliveries go to memory again

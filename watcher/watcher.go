@@ -59,6 +59,7 @@ type Watcher struct {
 	queues   map[string]*queueRun
 	queueCtx context.Context
 	queueWG  sync.WaitGroup
+	set      actionSet       // every queue started, for halting and counts
 	warned   map[string]bool // rules already warned about selecting nothing
 	durable  *durable        // nil without state.path
 	lost     atomic.Uint64   // events abandoned at shutdown without state
@@ -356,8 +357,10 @@ func (w *Watcher) startQueue(qr *queueRun, file *plan.File) {
 	ctx, cancel := context.WithCancel(w.queueCtx)
 	qr.cancel = cancel
 	grace := file.Config.ShutdownGrace.Std()
+	w.set.start(qr.q)
 	w.queueWG.Go(func() {
 		_ = qr.q.Run(ctx, grace)
+		w.set.stopped(qr.q, w.Queue(qr.spec.Name) == qr.q)
 		if w.durable == nil {
 			w.lost.Add(qr.q.Stats().Abandoned)
 		}
@@ -633,28 +636,6 @@ func (p *pipeline) decide(r *rules.Rule, ev *event.Event) (bool, string) {
 	fired, transition := r.Decide(ev, p.added)
 	p.metrics.Evaluated(r.Name, time.Since(start), fired)
 	return fired, transition
-}
-
-// Halt stops every delivery at once (attempts in flight are aborted): for a
-// replica that lost its lease, or whose queued events are on disk. Run then
-// drains nothing when its context ends.
-func (w *Watcher) Halt() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, qr := range w.queues {
-		qr.q.Halt()
-	}
-}
-
-// QueueSamples returns every action queue's counts, for metrics.
-func (w *Watcher) QueueSamples() []metrics.QueueSample {
-	p := w.pipe.Load()
-	out := make([]metrics.QueueSample, 0, len(p.queues))
-	for name, q := range p.queues {
-		st := q.Stats()
-		out = append(out, metrics.QueueSample{Action: name, Delivered: st.Delivered, Retries: st.Retries, Failed: st.Failed, Dropped: st.Dropped, Depth: q.Len()})
-	}
-	return out
 }
 
 // Statuses returns every watch's health (the CRD watch included), for

@@ -1,0 +1,88 @@
+package watcher
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynwatch/dynwatch/event"
+)
+
+// hookConfig is a config whose rule on ConfigMaps in ns sends to the named
+// webhook actions, each to its receiver; timeout sets every action's timeout
+// (a change of it replaces the action's queue). The shutdown grace is long:
+// a queue that drains at the end would deliver.
+func hookConfig(ns, timeout string, hooks map[string]*receiver, names ...string) string {
+	actions := ""
+	for _, n := range names {
+		actions += fmt.Sprintf("  - {name: %s, webhook: {url: %q, timeout: %s, retry: {max: 1000, initialBackoff: 50ms, maxBackoff: 200ms}}}\n", n, hooks[n].srv.URL, timeout)
+	}
+	return fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+shutdownGrace: 30s
+actions:
+%srules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [%s]}]
+`, actions, ns, strings.Join(names, ", "))
+}
+
+// stopRun stops r's watcher and waits for its Run to return: every queue has
+// then stopped, those that drain included.
+func stopRun(t *testing.T, r *running) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup's stop
+	case <-time.After(60 * time.Second):
+		t.Fatal("the watcher did not stop within 60s")
+	}
+}
+
+// A halt (a lost Lease) stops the queues a reload retired too: a removed
+// action still draining its backlog delivers nothing once halted, even when
+// its receiver comes back within the shutdown grace.
+func TestHaltStopsRetiredQueues(t *testing.T) {
+	ns := namespace(t)
+	hooks := map[string]*receiver{"a": newReceiver(t), "b": newReceiver(t)}
+	hooks["b"].down.Store(true)
+	r := start(t, hookConfig(ns, "5s", hooks, "a", "b"))
+	create(t, cmGVR, ns, configMap(ns, "c1", nil))
+	waitUntil(t, "c1 delivered to a", eventWait, func() bool { return len(hooks["a"].payloads()) == 1 })
+	waitUntil(t, "b to fail on c1", eventWait, func() bool { down, _ := r.w.Queue("b").Down(); return down })
+
+	reload(t, r, hookConfig(ns, "5s", hooks, "a")) // b retires: it drains c1 for up to 30s
+	r.w.Halt()
+	hooks["b"].down.Store(false)
+	stopRun(t, r)
+	if got := hooks["b"].payloads(); len(got) != 0 {
+		t.Errorf("the retired action delivered %d events after the halt: %s", len(got), names(got))
+	}
+}
+
+// A reload that lands after a halt builds no queue that delivers: neither an
+// action it adds nor one whose settings it changes.
+func TestReloadAfterHaltDeliversNothing(t *testing.T) {
+	ns := namespace(t)
+	hooks := map[string]*receiver{"a": newReceiver(t), "c": newReceiver(t)}
+	r := start(t, hookConfig(ns, "5s", hooks, "a"))
+	r.w.Halt()
+	reload(t, r, hookConfig(ns, "6s", hooks, "a", "c")) // a replaced, c added
+	create(t, cmGVR, ns, configMap(ns, "c2", nil))
+	waitUntil(t, "c2 queued for a and c", eventWait, func() bool {
+		return r.w.Queue("a").Stats().Enqueued == 1 && r.w.Queue("c").Stats().Enqueued == 1
+	})
+	stopRun(t, r)
+	for name, rc := range hooks {
+		if got := rc.payloads(); len(got) != 0 {
+			t.Errorf("action %s delivered %d events after the halt: %s", name, len(got), names(got))
+		}
+	}
+}
+
+func names(ps []event.Payload) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Name + " " + string(p.Type)
+	}
+	return out
+}
