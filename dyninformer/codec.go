@@ -172,9 +172,12 @@ func decodeWatchEvent(frame []byte, into *metav1.WatchEvent) error {
 // one pass over the items. Items of lists of built-in types have no kind or
 // apiVersion; they get the list's (kind without "List").
 //
-// A body without kind or without items is not a list, as client-go's decoders
-// have it: a proxy's {"error":"upstream timeout"} with a 200 would otherwise
-// read as a list of nothing, and a relist would delete every cached object.
+// A body without kind or without items is not a list: a proxy's
+// {"error":"upstream timeout"} with a 200 would otherwise read as a list of
+// nothing, and a relist would delete every cached object. client-go's dynamic
+// client refuses the first (no kind) but takes a body with a kind and no
+// items (a Table, say) for an empty list; every list the API server sends
+// has items, so here that is refused too.
 func parseList(body []byte, into *List) error {
 	p := &scanner{b: body}
 	if !p.open('{') {

@@ -158,25 +158,35 @@ const (
 // more stop, new ones start, and those still asked for keep running untouched
 // (no second initial list). Before Run, it only records what Run will start.
 // It returns once the handler calls of the informers it stopped have ended:
-// no event of theirs (say, of a version a watch moved from) comes after it.
+// no event of theirs (say, of a version a watch moved from) comes after it,
+// and the informers it adds start only then, so none of theirs comes before.
 //
 // lists says what the objects new informers list are to the caller. Before
 // Run, and for a watch that replaces one on another version of the same
 // resource, they are always known.
 func (m *Manager) Set(watches []Watch, lists Lists) (started []Started, epoch uint64) {
 	m.mu.Lock()
-	started, epoch, stopped := m.setLocked(watches, lists)
+	started, epoch, stopped, added := m.setLocked(watches, lists)
 	m.mu.Unlock()
 	// Without m.mu: a handler call in flight may read the manager.
 	for _, e := range stopped {
 		e.calls.stop()
 	}
+	// Only now do the new informers start: no event of a watch that replaces
+	// one (another version of the resource) comes before the last of the old.
+	m.mu.Lock()
+	for _, e := range added {
+		if m.entries[e.watch.Key()] == e && e.cancel == nil && m.ctx != nil {
+			m.start(e)
+		}
+	}
+	m.mu.Unlock()
 	return started, epoch
 }
 
-// setLocked is Set but for the wait; m.mu is held. It returns the entries it
-// stopped.
-func (m *Manager) setLocked(watches []Watch, lists Lists) (started []Started, epoch uint64, stopped []*entry) {
+// setLocked is Set but for the wait and the start of the informers; m.mu is
+// held. It returns the entries it stopped and those it added.
+func (m *Manager) setLocked(watches []Watch, lists Lists) (started []Started, epoch uint64, stopped, added []*entry) {
 	want := make(map[Key]Watch, len(watches))
 	for _, w := range watches {
 		if !w.Resource.Namespaced {
@@ -209,11 +219,9 @@ func (m *Manager) setLocked(watches []Watch, lists Lists) (started []Started, ep
 		e.epoch = epoch
 		m.entries[k] = e
 		started = append(started, Started{Watch: w, Moved: e.moved})
-		if m.ctx != nil {
-			m.start(e)
-		}
+		added = append(added, e)
 	}
-	return started, epoch, stopped
+	return started, epoch, stopped, added
 }
 
 // Replay hands every object in the cache of k's informer to the handler as an
@@ -300,7 +308,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	<-ctx.Done()
 	m.mu.Lock()
 	for _, e := range m.entries {
-		e.cancel()
+		if e.cancel != nil { // nil: a Set has yet to start it (and will not)
+			e.cancel()
+		}
 	}
 	m.mu.Unlock()
 	m.wg.Wait()
