@@ -16,6 +16,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/metrics"
 	"github.com/dynwatch/dynwatch/payload"
 	"github.com/dynwatch/dynwatch/rules"
 	"github.com/dynwatch/dynwatch/state"
@@ -28,7 +29,10 @@ import (
 type durable struct {
 	store   *state.Store
 	commits *state.Committer
-	log     *slog.Logger
+	// marks removes delivered events from the durable queues, in group
+	// commits of their own.
+	marks *state.Committer
+	log   *slog.Logger
 	// pipe is the watcher's current pipeline: deliveries go to the queues that
 	// are current once their commit is on disk, not those of when it began.
 	pipe *atomic.Pointer[pipeline]
@@ -41,10 +45,12 @@ type durable struct {
 	listing map[dyninformer.Key]*listing
 }
 
-func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline]) *durable {
+func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline], m *metrics.Metrics) *durable {
+	opts := state.CommitterOptions{Logger: log, Failed: func(error) { m.StateCommitFailed() }}
 	return &durable{
 		store:   store,
-		commits: state.NewCommitter(store),
+		commits: state.NewCommitter(store, opts),
+		marks:   state.NewCommitter(store, opts),
 		log:     log,
 		pipe:    pipe,
 		pager:   newPager(store, log, pipe),
@@ -264,6 +270,9 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 		return tx.Put(scope, ev.UID, r)
 	}, func(err error) {
 		if err != nil {
+			// Refused by the file at shutdown, or a change bbolt rejects:
+			// the record on disk predates the event, so the next start's
+			// comparison finds it.
 			d.log.Error("state: event not recorded; it fires after the next start", "id", ev.ID(), "err", err)
 			return
 		}

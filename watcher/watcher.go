@@ -126,7 +126,7 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 		metrics: opts.Metrics,
 	}
 	if opts.Store != nil {
-		w.durable = newDurable(opts.Store, opts.Logger, &w.pipe)
+		w.durable = newDurable(opts.Store, opts.Logger, &w.pipe, opts.Metrics)
 	}
 	queues, err := w.buildQueues(file)
 	if err != nil {
@@ -183,17 +183,20 @@ func (w *Watcher) newQueue(a *action.Action) (*queueRun, error) {
 		// Accepted events are on disk: the memory queue refuses none, and what
 		// is left at shutdown is delivered after the next start.
 		opts.Size, opts.Durable = math.MaxInt, true
-		name, store := a.Spec.Name, w.durable.store
+		name, marks := a.Spec.Name, w.durable.marks
 		opts.Done = func(d *event.Delivery) {
 			if d.Seq == 0 {
 				return
 			}
-			// At once and alone, not with the next group commit: the window in
-			// which a crash makes a delivery happen again stays as short as it
-			// can be.
-			if err := store.Done(name, d.Seq); err != nil {
-				w.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", d.Payload.ID, "err", err)
-			}
+			// Through a committer of their own, not behind the events' group
+			// commits: the window in which a crash makes a delivery happen
+			// again stays one fsync long, and marks that come together share it.
+			seq, id := d.Seq, d.Payload.ID
+			marks.Submit(func(tx *state.Tx) error { return tx.Done(name, seq) }, func(err error) {
+				if err != nil {
+					w.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", id, "err", err)
+				}
+			})
 		}
 	}
 	return &queueRun{spec: a.Spec, closer: closer, q: action.NewQueue(a.Spec.Name, sender, opts)}, nil
@@ -252,13 +255,15 @@ func (w *Watcher) Run(ctx context.Context) error {
 	w.mu.Unlock()
 
 	var wg sync.WaitGroup
-	committed := make(chan struct{})
+	committed, marked := make(chan struct{}), make(chan struct{})
 	if w.durable != nil {
 		wg.Go(func() { w.durable.followListings(ctx, w.mgr.KeySynced) })
 		wg.Go(func() { w.durable.pager.run(ctx) })
 		go func() { w.durable.commits.Run(); close(committed) }()
+		go func() { w.durable.marks.Run(); close(marked) }()
 	} else {
 		close(committed)
+		close(marked)
 	}
 	wg.Go(func() { w.reportSynced(ctx, time.Now()) })
 	wg.Go(func() { w.reportNoWatch(ctx, 5*time.Second) })
@@ -272,6 +277,10 @@ func (w *Watcher) Run(ctx context.Context) error {
 	<-committed
 	stopQueues() // no more events can arrive: drain what is queued
 	w.queueWG.Wait()
+	if w.durable != nil {
+		w.durable.marks.Close() // the queues are gone: write their last marks
+	}
+	<-marked
 	if n := w.lost.Load(); err == nil && n > 0 {
 		err = fmt.Errorf("%w: %d", ErrUndelivered, n)
 	}
@@ -655,6 +664,18 @@ func (w *Watcher) QueueSamples() []metrics.QueueSample {
 		out = append(out, metrics.QueueSample{Action: name, Delivered: st.Delivered, Retries: st.Retries, Failed: st.Failed, Dropped: st.Dropped, Depth: q.Len()})
 	}
 	return out
+}
+
+// StateErr returns why commits to the state file fail while they do (events
+// then wait in memory and are retried), else nil; for /readyz.
+func (w *Watcher) StateErr() error {
+	if w.durable == nil {
+		return nil
+	}
+	if err := w.durable.commits.Err(); err != nil {
+		return err
+	}
+	return w.durable.marks.Err()
 }
 
 // Statuses returns every watch's health (the CRD watch included), for
