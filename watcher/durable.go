@@ -43,6 +43,10 @@ type durable struct {
 	// listing holds the watches whose initial list is being compared with the
 	// records: the uids seen so far, and whether the scope had a baseline.
 	listing map[dyninformer.Key]*listing
+
+	// beforeCompare, when set (by tests), runs when a list is complete, before
+	// its comparison with the records is submitted.
+	beforeCompare func(dyninformer.Key)
 }
 
 func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline], m *metrics.Metrics) *durable {
@@ -358,13 +362,24 @@ func (d *durable) finishListing(k dyninformer.Key) {
 		return
 	}
 	l.finishing = true
-	seen := maps.Clone(l.seen) // handlers may still be adding to l.seen
 	d.mu.Unlock()
+	if d.beforeCompare != nil {
+		d.beforeCompare(k)
+	}
 	p := d.pipe.Load()
 	scope := recordsOf(l.res.Group, l.res.Resource)
 	var out []routed
+	var seen map[string]bool
 	d.commits.Submit(func(tx *state.Tx) error {
 		out = nil
+		// What was seen is read here, in the committer, not when the list
+		// ended: a live add marks its object seen before it submits its
+		// record, so every record written before this comparison is of an
+		// object seen, and none is taken for one that went while dynwatch
+		// was down.
+		d.mu.Lock()
+		seen = maps.Clone(l.seen)
+		d.mu.Unlock()
 		var gone []string
 		err := tx.ForEachName(scope, func(uid, ns, _ string) error {
 			if !seen[uid] && inScope(ns, k.Namespace) {

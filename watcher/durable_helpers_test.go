@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 
 	"k8s.io/client-go/discovery"
 
+	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/internal/testenv"
 	"github.com/dynwatch/dynwatch/metrics"
 	"github.com/dynwatch/dynwatch/plan"
@@ -94,4 +96,13 @@ func scrape(m *metrics.Metrics, name string) []string {
 		}
 	}
 	return out
+}
+
+// summary lists payloads as type, replay and name, for failure messages.
+func summary(ps []event.Payload) string {
+	var b strings.Builder
+	for _, p := range ps {
+		fmt.Fprintf(&b, "[%s replay=%v %s/%s rv %s] ", p.Type, p.Replay, p.Namespace, p.Name, p.ResourceVersion)
+	}
+	return b.String()
 }

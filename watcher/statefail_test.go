@@ -117,13 +117,4 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 	}
 }
 
-// summary lists payloads as type, replay and name, for failure messages.
-func summary(ps []event.Payload) string {
-	var b strings.Builder
-	for _, p := range ps {
-		fmt.Fprintf(&b, "[%s replay=%v %s/%s rv %s] ", p.Type, p.Replay, p.Namespace, p.Name, p.ResourceVersion)
-	}
-	return b.String()
-}
-
 func dataV(p event.Payload) string { return gjson.GetBytes(p.Object, "data.v").Str }
