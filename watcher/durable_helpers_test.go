@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"k8s.io/client-go/discovery"
 
 	"github.com/dynwatch/dynwatch/event"
@@ -106,3 +107,6 @@ func summary(ps []event.Payload) string {
 	}
 	return b.String()
 }
+
+// dataV is data.v of the ConfigMap of a payload.
+func dataV(p event.Payload) string { return gjson.GetBytes(p.Object, "data.v").Str }

@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/tidwall/gjson"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/dynwatch/dynwatch/event"
@@ -116,5 +114,3 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 		t.Errorf("next start: %s, want one replayed update to the last content", summary(got))
 	}
 }
-
-func dataV(p event.Payload) string { return gjson.GetBytes(p.Object, "data.v").Str }

@@ -63,6 +63,10 @@ type Watcher struct {
 	durable  *durable        // nil without state.path
 	lost     atomic.Uint64   // events abandoned at shutdown without state
 	metrics  *metrics.Metrics
+
+	// removed holds, with state, the queues of actions a reload removed, by
+	// name: a reload that adds the name again takes over what they hold.
+	removed map[string]*queueRun
 }
 
 // pipeline is one consistent view of the config: the rules by resource and the
@@ -122,6 +126,7 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 		refresh: opts.DiscoveryRefresh,
 		kicks:   make(chan struct{}, 1),
 		queues:  map[string]*queueRun{},
+		removed: map[string]*queueRun{},
 		warned:  map[string]bool{},
 		metrics: opts.Metrics,
 	}
@@ -456,6 +461,8 @@ func (w *Watcher) Reload(file *plan.File) error {
 		}
 		if old, ok := w.queues[name]; ok {
 			old.q.HandOff(qr.q) // the backlog moves to the new settings, in order
+		} else {
+			w.takeBacklogLocked(name, qr) // an action's backlog belongs to its name
 		}
 		w.startQueue(qr, file)
 	}
@@ -476,6 +483,7 @@ func (w *Watcher) Reload(file *plan.File) error {
 	for name, qr := range retired {
 		if _, kept := queues[name]; !kept && running {
 			qr.cancel() // drains for its grace period, then stops
+			w.removedLocked(name, qr)
 		}
 	}
 	return nil
