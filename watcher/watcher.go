@@ -67,6 +67,10 @@ type Watcher struct {
 	// removed holds, with state, the queues of actions a reload removed, by
 	// name: a reload that adds the name again takes over what they hold.
 	removed map[string]*queueRun
+	// vanished holds, with state, the watches whose resource discovery
+	// stopped serving, for vanishGrace (tests shorten it): see vanish.go.
+	vanished    map[scopeKey]vanishedWatch
+	vanishGrace time.Duration
 }
 
 // pipeline is one consistent view of the config: the rules by resource and the
@@ -130,6 +134,7 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 		warned:  map[string]bool{},
 		metrics: opts.Metrics,
 	}
+	w.vanished, w.vanishGrace = map[scopeKey]vanishedWatch{}, vanishGrace
 	if opts.Store != nil {
 		w.durable = newDurable(opts.Store, opts.Logger, &w.pipe, opts.Metrics)
 	}
@@ -418,7 +423,8 @@ func (w *Watcher) refreshLoop(ctx context.Context) {
 
 // Refresh reads discovery and makes the watched set match it. A resource that
 // appeared is watched from now on, and all of its objects fire add; one that went
-// away stops being watched.
+// away stops being watched. With state, one that comes back within vanishGrace
+// of going is compared with its records instead, as at a restart.
 func (w *Watcher) Refresh() {
 	cat, err := discovery.Load(w.disc)
 	if err != nil {
@@ -565,10 +571,9 @@ func (w *Watcher) applyLocked(c change) ([]dyninformer.Started, uint64) {
 		next.added[w.mgr.NextEpoch()] = c.added
 	}
 	w.pipe.Store(next)
-	started, epoch := w.mgr.Set(p.Watches, c.lists)
+	started, epoch := w.setWatchesLocked(p.Watches, c.lists)
 	if w.durable != nil {
-		w.durable.startListing(started, c.lists)
-		w.durable.prune(w.mgr.Watches())
+		w.durable.prune(append(w.mgr.Watches(), w.vanishedKeysLocked()...))
 	}
 	return started, epoch
 }
