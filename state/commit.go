@@ -27,19 +27,21 @@ const (
 // A transaction the file refuses (disk full, file too large, read-only) is
 // tried again, with backoff, until it lands: nothing submitted after it is
 // applied before it, so no object's record moves past an event that is not on
-// disk. Meanwhile later changes wait in memory, and Err says why.
+// disk. Meanwhile later changes wait in memory (Submit never blocks: not an
+// informer, nor a reload holding its lock), and Err says why.
 type Committer struct {
-	store   *Store
-	commits chan commit
-	opts    CommitterOptions
+	store *Store
+	opts  CommitterOptions
+	// wake tells Run that changes are waiting or that Close was called.
+	wake chan struct{}
 	// stopping is closed by Close: a commit the file refuses is then given up
-	// rather than retried, and a submitter waiting for room gives up too.
+	// rather than retried.
 	stopping chan struct{}
 	stopOnce sync.Once
-	// closeMu guards closed: once Close is called, a late submission (a reload
-	// racing the shutdown) is refused, not a panic.
-	closeMu sync.RWMutex
-	closed  bool
+
+	mu      sync.Mutex
+	waiting []commit // submitted, not yet taken by Run
+	closed  bool     // Close was called: later submissions are refused
 
 	errMu   sync.Mutex
 	failing error     // the last refusal while commits fail, else nil
@@ -69,39 +71,41 @@ func NewCommitter(s *Store, opts CommitterOptions) *Committer {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Committer{store: s, commits: make(chan commit, 4*maxBatch), opts: opts, stopping: make(chan struct{})}
+	return &Committer{store: s, opts: opts, wake: make(chan struct{}, 1), stopping: make(chan struct{})}
 }
 
 // Submit queues fn; after runs once fn's transaction committed (nil) or failed
 // for good. fn may run more than once, so it must reset whatever it captures.
-// Submit waits only while commits fail and the queue of changes is full.
 // After Close, after gets ErrStopped and fn never runs.
 func (c *Committer) Submit(fn func(*Tx) error, after func(error)) {
-	c.closeMu.RLock()
-	defer c.closeMu.RUnlock()
+	c.mu.Lock()
 	if c.closed {
+		c.mu.Unlock()
 		after(ErrStopped)
 		return
 	}
+	c.waiting = append(c.waiting, commit{fn: fn, after: after})
+	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *Committer) signal() {
 	select {
-	case c.commits <- commit{fn: fn, after: after}:
-	case <-c.stopping:
-		after(ErrStopped)
+	case c.wake <- struct{}{}:
+	default:
 	}
 }
 
-// Close lets Run apply what was submitted and return. A commit that the file
-// refuses from then on is given up with what follows it: the records on disk
-// predate those events, so the next start's comparison finds them.
+// Close lets Run apply what was submitted and return; later submissions are
+// refused. A commit that the file refuses from then on is given up with what
+// follows it: the records on disk predate those events, so the next start's
+// comparison finds them.
 func (c *Committer) Close() {
-	// Before the lock: a Submit waiting for room lets go of it.
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
 	c.stopOnce.Do(func() { close(c.stopping) })
-	c.closeMu.Lock()
-	defer c.closeMu.Unlock()
-	if !c.closed {
-		c.closed = true
-		close(c.commits)
-	}
+	c.signal()
 }
 
 // Flush returns once every change submitted before it has been applied.
@@ -118,14 +122,38 @@ func (c *Committer) Err() error {
 	return c.failing
 }
 
-// Run applies commits until Close.
+// Run applies commits until Close, then returns once it has applied (or given
+// up) what was submitted before.
 func (c *Committer) Run() {
-	for first := range c.commits {
-		if !c.apply(c.gather(first)) {
-			c.giveUp()
+	for {
+		batch, closed := c.take()
+		switch {
+		case len(batch) > 0:
+			if !c.apply(batch) {
+				c.giveUp()
+				return
+			}
+		case closed:
 			return
+		default:
+			<-c.wake
 		}
 	}
+}
+
+// take returns up to maxBatch of the waiting changes, in order, and whether
+// Close was called.
+func (c *Committer) take() ([]commit, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(len(c.waiting), maxBatch)
+	batch := slices.Clone(c.waiting[:n])
+	clear(c.waiting[:n]) // what was taken is not kept alive by the queue
+	c.waiting = c.waiting[n:]
+	if len(c.waiting) == 0 {
+		c.waiting = nil // let the backing array go
+	}
+	return batch, c.closed
 }
 
 // apply commits batch. A change that fails by itself is left out (its after
@@ -173,9 +201,14 @@ func (c *Committer) apply(batch []commit) bool {
 }
 
 // giveUp fails what is still submitted, without trying it: once one commit is
-// given up, none after it may land (it could move a record past it).
+// given up, none after it may land (it could move a record past it). Close has
+// been called, so nothing more comes.
 func (c *Committer) giveUp() {
-	for cm := range c.commits {
+	c.mu.Lock()
+	rest := c.waiting
+	c.waiting = nil
+	c.mu.Unlock()
+	for _, cm := range rest {
 		cm.after(ErrStopped)
 	}
 }
@@ -208,21 +241,4 @@ func (c *Committer) landed() {
 		c.opts.Logger.Info("state: commits land again", "after", time.Since(c.since).Round(time.Millisecond).String())
 		c.failing = nil
 	}
-}
-
-// gather takes first and whatever else is waiting, up to maxBatch.
-func (c *Committer) gather(first commit) []commit {
-	batch := []commit{first}
-	for len(batch) < maxBatch {
-		select {
-		case cm, ok := <-c.commits:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, cm)
-		default:
-			return batch
-		}
-	}
-	return batch
 }

@@ -191,6 +191,22 @@ func TestCommitterGivesUpAtCloseWithoutMovingRecords(t *testing.T) {
 	first := submit(c, "2", []byte(`{"data":"`+strings.Repeat("x", 256<<10)+`"}`))
 	second := submit(c, "3", nil)
 	waitFor(t, "a commit to be refused", func() bool { return c.Err() != nil })
+	// Submitting never blocks (an informer's handler, a reload holding its
+	// lock), however many changes wait for the disk.
+	submitted := make(chan []<-chan error)
+	go func() {
+		var chs []<-chan error
+		for range 5000 {
+			chs = append(chs, submit(c, "4", nil))
+		}
+		submitted <- chs
+	}()
+	var more []<-chan error
+	select {
+	case more = <-submitted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Submit blocked while the disk was full")
+	}
 	c.Close()
 	select {
 	case <-ran:
@@ -202,6 +218,11 @@ func TestCommitterGivesUpAtCloseWithoutMovingRecords(t *testing.T) {
 	}
 	if err := <-second; err == nil {
 		t.Error("the commit after it reported success") // refused with it, or ErrStopped
+	}
+	for _, ch := range more {
+		if err := <-ch; err == nil {
+			t.Fatal("a change submitted while the disk was full reported success after Close")
+		}
 	}
 	lift()
 	if rv := recordedVersion(t, s); rv != "1" {
