@@ -50,10 +50,10 @@ func (d *daemon) serve() (stop func(), err error) {
 
 // ready says whether the daemon is ready, and why not: every watch has listed,
 // none went stallAfter without an event or a bookmark, and the state file
-// takes commits. A watch that fails
-// (forbidden, not served) is reported as degraded but does not make the
-// daemon unready: the others go on, and a restart would not fix it; it shows
-// as dynwatch_informer_synced 0. A replica that stands by is ready.
+// takes commits. A watch that fails (forbidden, not served) is reported as
+// degraded but does not make the daemon unready: the others go on, and a
+// restart would not fix it; it shows as dynwatch_informer_synced 0. A replica
+// that stands by is ready.
 func (d *daemon) ready(now time.Time) (bool, string) {
 	if !d.acting.Load() {
 		if d.o.File.Config.LeaderElection != nil {
