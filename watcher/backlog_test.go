@@ -128,3 +128,29 @@ func TestBacklogOfActionGoneAtStartIsDropped(t *testing.T) {
 		t.Errorf("hook delivered %q, want only the update", got)
 	}
 }
+
+// Removed by a reload and back at the next start, an action delivers the
+// backlog its name kept on disk first, before newer events of the same object.
+func TestRemovedActionBacklogDeliveredAfterRestart(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	rc := newReceiver(t)
+	rc.down.Store(true)
+	dbPath := filepath.Join(t.TempDir(), "state.db")
+	with, without := backlogConfigs(dbPath, rc, ns, "200ms")
+	r, stop := runDurable(t, durableRun{config: with, dbPath: dbPath})
+	compared(t, r)
+	create(t, cmGVR, ns, configMap(ns, "y", map[string]any{"v": "0"}))
+	waitUntil(t, "the add on disk", eventWait, func() bool { return pendingOf(t, r, "hook") == 1 })
+	reload(t, r, without)
+	stop()
+
+	rc.down.Store(false)
+	r, _ = runDurable(t, durableRun{config: with, dbPath: dbPath})
+	compared(t, r)
+	setData(t, ns, "y", "1")
+	waitUntil(t, "both events", eventWait, func() bool { return len(rc.payloads()) >= 2 })
+	if got, want := seq(rc.payloads(), "y"), "add 0, update 1"; got != want {
+		t.Errorf("hook delivered %q, want %q", got, want)
+	}
+}
