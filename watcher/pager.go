@@ -103,7 +103,9 @@ func (pg *pager) spillAll() error {
 		if p.queues[action] == nil {
 			dropped, err := pg.store.DropQueue(action)
 			if err != nil {
-				return err
+				// Housekeeping only: tried again at the next start.
+				pg.log.Error("state: cannot drop the undelivered events of an action the config no longer has", "action", action, "events", n, "err", err)
+				continue
 			}
 			pg.log.Warn("state held undelivered events of an action the config no longer has; they are dropped", "action", action, "events", dropped)
 			continue
