@@ -63,11 +63,12 @@ func reasonOf(err error) string {
 	return "error (see the logs)"
 }
 
-// ready says whether the daemon is ready, and why not: every watch has listed
-// and none went stallAfter without an event or a bookmark. A watch that fails
-// (forbidden, not served) is reported as degraded, by its reason only, but does not make the
-// daemon unready: the others go on, and a restart would not fix it; it shows
-// as dynwatch_informer_synced 0. A replica that stands by is ready.
+// ready says whether the daemon is ready, and why not: every watch has listed,
+// none went stallAfter without an event or a bookmark, and the state file
+// takes commits. A watch that fails (forbidden, not served) is reported as
+// degraded, by its reason only, but does not make the daemon unready: the
+// others go on, and a restart would not fix it; it shows as
+// dynwatch_informer_synced 0. A replica that stands by is ready.
 func (d *daemon) ready(now time.Time) (bool, string) {
 	if !d.acting.Load() {
 		if d.o.File.Config.LeaderElection != nil {
@@ -94,6 +95,9 @@ func (d *daemon) ready(now time.Time) (bool, string) {
 		case now.Sub(last) > stall:
 			notReady = append(notReady, fmt.Sprintf("not ready: %s: no event or bookmark for %s (stallAfter %s)", st.Key, now.Sub(last).Round(time.Second), stall))
 		}
+	}
+	if err := w.StateErr(); err != nil {
+		notReady = append(notReady, fmt.Sprintf("not ready: state: the state file refuses commits (%v); events wait in memory", err))
 	}
 	body := strings.Join(append(notReady, degraded...), "\n")
 	if len(notReady) > 0 {

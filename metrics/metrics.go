@@ -48,6 +48,7 @@ type Metrics struct {
 	eval    prometheus.Histogram
 	reloads *prometheus.CounterVec
 	leader  prometheus.Gauge
+	commits prometheus.Counter
 }
 
 // New registers every series (and the Go and process collectors).
@@ -70,8 +71,11 @@ func New(src Sources) *Metrics {
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "dynwatch_leader", Help: "1 when this replica acts (leads, or runs without leader election), else 0.",
 		}),
+		commits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dynwatch_state_commit_failures_total", Help: "Transactions the state file refused (disk full, file too large, read-only, fsync failed); each is retried, its events wait in memory.",
+		}),
 	}
-	m.reg.MustRegister(m.events, m.matches, m.eval, m.reloads, m.leader,
+	m.reg.MustRegister(m.events, m.matches, m.eval, m.reloads, m.leader, m.commits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&sampled{src: src})
 	for _, r := range []string{"ok", "failed"} {
@@ -113,6 +117,13 @@ func (m *Metrics) Reloaded(ok bool) {
 		m.reloads.WithLabelValues("ok").Inc()
 	} else {
 		m.reloads.WithLabelValues("failed").Inc()
+	}
+}
+
+// StateCommitFailed counts a transaction the state file refused.
+func (m *Metrics) StateCommitFailed() {
+	if m != nil {
+		m.commits.Inc()
 	}
 }
 

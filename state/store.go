@@ -45,12 +45,12 @@ var (
 // ErrInUse is returned when another process holds the state file.
 var ErrInUse = errors.New("in use by another dynwatch process")
 
-// Store is an open state file.
+// Store is an open state file. Every transaction is fsynced before it counts
+// as committed (bbolt's default): a commit that returned survives an OS crash
+// or a power loss, and an fsync that fails fails the commit.
 type Store struct {
-	db   *bolt.DB
-	key  event.DigestKey
-	stop chan struct{}
-	done chan struct{}
+	db  *bolt.DB
+	key event.DigestKey
 }
 
 // Record is what is kept of one object between runs.
@@ -75,7 +75,7 @@ type Pending struct {
 // process, an unreadable file and a file of another format are errors that say
 // what to do.
 func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	switch {
 	case errors.Is(err, bolt.ErrTimeout):
 		return nil, fmt.Errorf("state file %s is %w; stop it first, or give this one its own state.path", path, ErrInUse)
@@ -120,32 +120,11 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("state file %s is incompatible: %v: start with --reset-state to discard it and start over", path, err)
 	}
-	s := &Store{db: db, key: key, stop: make(chan struct{}), done: make(chan struct{})}
-	go s.syncLoop()
-	return s, nil
+	return &Store{db: db, key: key}, nil
 }
 
-// syncLoop flushes to disk every second: commits are written at once (a killed
-// process loses nothing), and fsynced here (an OS crash loses at most a second).
-func (s *Store) syncLoop() {
-	defer close(s.done)
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			_ = s.db.Sync()
-		}
-	}
-}
-
-// Close flushes and closes the file.
+// Close closes the file; every commit is on disk already.
 func (s *Store) Close() error {
-	close(s.stop)
-	<-s.done
-	_ = s.db.Sync()
 	return s.db.Close()
 }
 

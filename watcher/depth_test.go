@@ -13,9 +13,9 @@ import (
 	"github.com/dynwatch/dynwatch/metrics"
 )
 
-// scrape returns the value of the series line of /metrics that starts with
+// scrapeURL returns the value of the series line of /metrics that starts with
 // series, or "" when there is none.
-func scrape(t *testing.T, url, series string) string {
+func scrapeURL(t *testing.T, url, series string) string {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
@@ -65,7 +65,7 @@ rules:
 	deadline := time.Now().Add(60 * time.Second)
 	for got != want && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
-		got = scrape(t, srv.URL, `dynwatch_queue_depth{action="hook"}`)
+		got = scrapeURL(t, srv.URL, `dynwatch_queue_depth{action="hook"}`)
 	}
 	if got != want {
 		t.Errorf("dynwatch_queue_depth %q with %s events undelivered (in memory: %d)", got, want, r.w.Queue("hook").Len())

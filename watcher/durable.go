@@ -16,6 +16,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/metrics"
 	"github.com/dynwatch/dynwatch/payload"
 	"github.com/dynwatch/dynwatch/rules"
 	"github.com/dynwatch/dynwatch/state"
@@ -29,7 +30,10 @@ type durable struct {
 	store   *state.Store
 	key     event.DigestKey // the store's: digests and content hashes
 	commits *state.Committer
-	log     *slog.Logger
+	// marks removes delivered events from the durable queues, in group
+	// commits of their own.
+	marks *state.Committer
+	log   *slog.Logger
 	// pipe is the watcher's current pipeline: deliveries go to the queues that
 	// are current once their commit is on disk, not those of when it began.
 	pipe *atomic.Pointer[pipeline]
@@ -40,13 +44,19 @@ type durable struct {
 	// listing holds the watches whose initial list is being compared with the
 	// records: the uids seen so far, and whether the scope had a baseline.
 	listing map[dyninformer.Key]*listing
+
+	// beforeCompare, when set (by tests), runs when a list is complete, before
+	// its comparison with the records is submitted.
+	beforeCompare func(dyninformer.Key)
 }
 
-func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline]) *durable {
+func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline], m *metrics.Metrics) *durable {
+	opts := state.CommitterOptions{Logger: log, Failed: func(error) { m.StateCommitFailed() }}
 	return &durable{
 		store:   store,
 		key:     store.DigestKey(),
-		commits: state.NewCommitter(store),
+		commits: state.NewCommitter(store, opts),
+		marks:   state.NewCommitter(store, opts),
 		log:     log,
 		pipe:    pipe,
 		pager:   newPager(store, log, pipe),
@@ -266,6 +276,9 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 		return tx.Put(scope, ev.UID, r)
 	}, func(err error) {
 		if err != nil {
+			// Refused by the file at shutdown, or a change bbolt rejects:
+			// the record on disk predates the event, so the next start's
+			// comparison finds it.
 			d.log.Error("state: event not recorded; it fires after the next start", "id", ev.ID(), "err", err)
 			return
 		}
@@ -351,13 +364,24 @@ func (d *durable) finishListing(k dyninformer.Key) {
 		return
 	}
 	l.finishing = true
-	seen := maps.Clone(l.seen) // handlers may still be adding to l.seen
 	d.mu.Unlock()
+	if d.beforeCompare != nil {
+		d.beforeCompare(k)
+	}
 	p := d.pipe.Load()
 	scope := recordsOf(l.res.Group, l.res.Resource)
 	var out []routed
+	var seen map[string]bool
 	d.commits.Submit(func(tx *state.Tx) error {
 		out = nil
+		// What was seen is read here, in the committer, not when the list
+		// ended: a live add marks its object seen before it submits its
+		// record, so every record written before this comparison is of an
+		// object seen, and none is taken for one that went while dynwatch
+		// was down.
+		d.mu.Lock()
+		seen = maps.Clone(l.seen)
+		d.mu.Unlock()
 		var gone []string
 		err := tx.ForEachName(scope, func(uid, ns, _ string) error {
 			if !seen[uid] && inScope(ns, k.Namespace) {

@@ -88,7 +88,9 @@ func (pg *pager) offer(rs []routed) {
 }
 
 // spillAll marks every action with deliveries on disk at start as spilled:
-// they are paged in before anything new.
+// they are paged in before anything new. The backlog of an action the config
+// no longer has is dropped, with one warning giving its size: an action's
+// backlog belongs to its name, and a name gone at a start is gone for good.
 func (pg *pager) spillAll() error {
 	counts, err := pg.store.PendingActions()
 	if err != nil {
@@ -99,7 +101,13 @@ func (pg *pager) spillAll() error {
 	defer pg.mu.Unlock()
 	for action, n := range counts {
 		if p.queues[action] == nil {
-			pg.log.Warn("state holds undelivered events of an action the config no longer has; they stay on disk", "action", action, "events", n)
+			dropped, err := pg.store.DropQueue(action)
+			if err != nil {
+				// Housekeeping only: tried again at the next start.
+				pg.log.Error("state: cannot drop the undelivered events of an action the config no longer has", "action", action, "events", n, "err", err)
+				continue
+			}
+			pg.log.Warn("state held undelivered events of an action the config no longer has; they are dropped", "action", action, "events", dropped)
 			continue
 		}
 		pg.action(action).spilled = true
@@ -107,6 +115,17 @@ func (pg *pager) spillAll() error {
 	}
 	pg.signal()
 	return nil
+}
+
+// restart makes the pager read action's durable queue again from its start,
+// before anything new goes to memory: for an action a reload (re-)adds, whose
+// earlier queue may have held deliveries that were neither delivered nor
+// left for the pager to read.
+func (pg *pager) restart(action string) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	pg.actions[action] = &paged{spilled: true}
+	pg.signal()
 }
 
 func (pg *pager) signal() {

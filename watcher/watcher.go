@@ -64,6 +64,14 @@ type Watcher struct {
 	durable  *durable        // nil without state.path
 	lost     atomic.Uint64   // events abandoned at shutdown without state
 	metrics  *metrics.Metrics
+
+	// removed holds, with state, the queues of actions a reload removed, by
+	// name: a reload that adds the name again takes over what they hold.
+	removed map[string]*queueRun
+	// vanished holds, with state, the watches whose resource discovery
+	// stopped serving, for vanishGrace (tests shorten it): see vanish.go.
+	vanished    map[scopeKey]vanishedWatch
+	vanishGrace time.Duration
 }
 
 // pipeline is one consistent view of the config: the rules by resource and the
@@ -123,11 +131,13 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 		refresh: opts.DiscoveryRefresh,
 		kicks:   make(chan struct{}, 1),
 		queues:  map[string]*queueRun{},
+		removed: map[string]*queueRun{},
 		warned:  map[string]bool{},
 		metrics: opts.Metrics,
 	}
+	w.vanished, w.vanishGrace = map[scopeKey]vanishedWatch{}, vanishGrace
 	if opts.Store != nil {
-		w.durable = newDurable(opts.Store, opts.Logger, &w.pipe)
+		w.durable = newDurable(opts.Store, opts.Logger, &w.pipe, opts.Metrics)
 	}
 	queues, err := w.buildQueues(file)
 	if err != nil {
@@ -184,17 +194,20 @@ func (w *Watcher) newQueue(a *action.Action) (*queueRun, error) {
 		// Accepted events are on disk: the memory queue refuses none, and what
 		// is left at shutdown is delivered after the next start.
 		opts.Size, opts.Durable = math.MaxInt, true
-		name, store := a.Spec.Name, w.durable.store
+		name, marks := a.Spec.Name, w.durable.marks
 		opts.Done = func(d *event.Delivery) {
 			if d.Seq == 0 {
 				return
 			}
-			// At once and alone, not with the next group commit: the window in
-			// which a crash makes a delivery happen again stays as short as it
-			// can be.
-			if err := store.Done(name, d.Seq); err != nil {
-				w.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", d.Payload.ID, "err", err)
-			}
+			// Through a committer of their own, not behind the events' group
+			// commits: the window in which a crash makes a delivery happen
+			// again stays one fsync long, and marks that come together share it.
+			seq, id := d.Seq, d.Payload.ID
+			marks.Submit(func(tx *state.Tx) error { return tx.Done(name, seq) }, func(err error) {
+				if err != nil {
+					w.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", id, "err", err)
+				}
+			})
 		}
 	}
 	return &queueRun{spec: a.Spec, closer: closer, q: action.NewQueue(a.Spec.Name, sender, opts)}, nil
@@ -253,13 +266,15 @@ func (w *Watcher) Run(ctx context.Context) error {
 	w.mu.Unlock()
 
 	var wg sync.WaitGroup
-	committed := make(chan struct{})
+	committed, marked := make(chan struct{}), make(chan struct{})
 	if w.durable != nil {
 		wg.Go(func() { w.durable.followListings(ctx, w.mgr.KeySynced) })
 		wg.Go(func() { w.durable.pager.run(ctx) })
 		go func() { w.durable.commits.Run(); close(committed) }()
+		go func() { w.durable.marks.Run(); close(marked) }()
 	} else {
 		close(committed)
+		close(marked)
 	}
 	wg.Go(func() { w.reportSynced(ctx, time.Now()) })
 	wg.Go(func() { w.reportNoWatch(ctx, 5*time.Second) })
@@ -273,6 +288,10 @@ func (w *Watcher) Run(ctx context.Context) error {
 	<-committed
 	stopQueues() // no more events can arrive: drain what is queued
 	w.queueWG.Wait()
+	if w.durable != nil {
+		w.durable.marks.Close() // the queues are gone: write their last marks
+	}
+	<-marked
 	if n := w.lost.Load(); err == nil && n > 0 {
 		err = fmt.Errorf("%w: %d", ErrUndelivered, n)
 	}
@@ -407,7 +426,8 @@ func (w *Watcher) refreshLoop(ctx context.Context) {
 
 // Refresh reads discovery and makes the watched set match it. A resource that
 // appeared is watched from now on, and all of its objects fire add; one that went
-// away stops being watched.
+// away stops being watched. With state, one that comes back within vanishGrace
+// of going is compared with its records instead, as at a restart.
 func (w *Watcher) Refresh() {
 	cat, err := discovery.Load(w.disc)
 	if err != nil {
@@ -450,6 +470,8 @@ func (w *Watcher) Reload(file *plan.File) error {
 		}
 		if old, ok := w.queues[name]; ok {
 			old.q.HandOff(qr.q) // the backlog moves to the new settings, in order
+		} else {
+			w.takeBacklogLocked(name, qr) // an action's backlog belongs to its name
 		}
 		w.startQueue(qr, file)
 	}
@@ -470,6 +492,7 @@ func (w *Watcher) Reload(file *plan.File) error {
 	for name, qr := range retired {
 		if _, kept := queues[name]; !kept && running {
 			qr.cancel() // drains for its grace period, then stops
+			w.removedLocked(name, qr)
 		}
 	}
 	return nil
@@ -551,10 +574,9 @@ func (w *Watcher) applyLocked(c change) ([]dyninformer.Started, uint64) {
 		next.added[w.mgr.NextEpoch()] = c.added
 	}
 	w.pipe.Store(next)
-	started, epoch := w.mgr.Set(p.Watches, c.lists)
+	started, epoch := w.setWatchesLocked(p.Watches, c.lists)
 	if w.durable != nil {
-		w.durable.startListing(started, c.lists)
-		w.durable.prune(w.mgr.Watches())
+		w.durable.prune(append(w.mgr.Watches(), w.vanishedKeysLocked()...))
 	}
 	return started, epoch
 }
@@ -636,6 +658,18 @@ func (p *pipeline) decide(r *rules.Rule, ev *event.Event) (bool, string) {
 	fired, transition := r.Decide(ev, p.added)
 	p.metrics.Evaluated(r.Name, time.Since(start), fired)
 	return fired, transition
+}
+
+// StateErr returns why commits to the state file fail while they do (events
+// then wait in memory and are retried), else nil; for /readyz.
+func (w *Watcher) StateErr() error {
+	if w.durable == nil {
+		return nil
+	}
+	if err := w.durable.commits.Err(); err != nil {
+		return err
+	}
+	return w.durable.marks.Err()
 }
 
 // Statuses returns every watch's health (the CRD watch included), for

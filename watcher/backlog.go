@@ -1,0 +1,31 @@
+package watcher
+
+// An action's durable backlog belongs to its name: an action that a reload
+// removes keeps what it had not delivered on disk, and a reload that adds the
+// name again (the same run, or the next start: see pager.spillAll) delivers
+// that backlog first, in order, before anything new. A renamed action is a
+// removal and an addition.
+
+// removedLocked notes the queue of an action a reload removed; w.mu is held.
+func (w *Watcher) removedLocked(name string, qr *queueRun) {
+	if w.durable != nil {
+		w.removed[name] = qr
+	}
+}
+
+// takeBacklogLocked makes qr, the queue of an action a reload adds, deliver
+// first whatever its name has left on disk: the queue the name had (if a
+// reload removed it, and it may still be draining) stops at once and qr
+// starts only once it has, and the pager reads the name's durable queue again
+// from its start. w.mu is held.
+func (w *Watcher) takeBacklogLocked(name string, qr *queueRun) {
+	if w.durable == nil {
+		return
+	}
+	if old := w.removed[name]; old != nil {
+		delete(w.removed, name)
+		old.q.Halt()        // what it holds is on disk, and paged in again below
+		old.q.HandOff(qr.q) // qr's Run waits for old's to return: no attempt overlaps
+	}
+	w.durable.pager.restart(name)
+}

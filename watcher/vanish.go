@@ -1,0 +1,103 @@
+package watcher
+
+import (
+	"time"
+
+	"github.com/dynwatch/dynwatch/dyninformer"
+)
+
+// vanishGrace is how long, with state, a watched resource that discovery
+// stops serving (an aggregated API whose backend flaps, a group version whose
+// discovery fails) keeps its records and baseline. Back within it, its list is
+// compared with the records as at a restart: what went in the gap fires a
+// replayed delete once, what did not change fires nothing. Gone for longer,
+// its records are dropped, and back later it is a new resource (every object
+// fires add).
+const vanishGrace = time.Minute
+
+// scopeKey is a watch's resource and namespace scope, whatever its version.
+type scopeKey struct{ group, resource, namespace string }
+
+func scopeOf(k dyninformer.Key) scopeKey {
+	return scopeKey{k.GVR.Group, k.GVR.Resource, k.Namespace}
+}
+
+// vanishedWatch is a watch that stopped because discovery stopped serving its
+// resource, and when.
+type vanishedWatch struct {
+	key dyninformer.Key
+	at  time.Time
+}
+
+// setWatchesLocked makes the running informers match watches, and with state
+// notes their lists for the comparison with the records. A refresh of
+// discovery (lists ListsNew) that drops a watched resource notes it as
+// vanished; a resource back within vanishGrace starts with known lists,
+// compared with its records as at a restart, while resources not watched
+// before start as new. w.mu is held.
+func (w *Watcher) setWatchesLocked(watches []dyninformer.Watch, lists dyninformer.Lists) ([]dyninformer.Started, uint64) {
+	if w.durable == nil {
+		return w.mgr.Set(watches, lists)
+	}
+	now := time.Now()
+	watching := w.noteVanishedLocked(watches, lists, now)
+	var known []dyninformer.Watch
+	back := false
+	for _, wt := range watches {
+		s := scopeOf(wt.Key())
+		v, vanished := w.vanished[s]
+		if vanished && !watching[s] {
+			back = true
+			delete(w.vanished, s)
+			w.log.Info("resource back in discovery: its list is compared with its records, as at a restart", "resource", wt.Key().String(), "after", now.Sub(v.at).Round(time.Millisecond).String())
+		}
+		if watching[s] || vanished {
+			known = append(known, wt)
+		}
+	}
+	if lists != dyninformer.ListsNew || !back {
+		started, epoch := w.mgr.Set(watches, lists)
+		w.durable.startListing(started, lists)
+		return started, epoch
+	}
+	started, _ := w.mgr.Set(known, dyninformer.ListsKnown)
+	w.durable.startListing(started, dyninformer.ListsKnown)
+	more, epoch := w.mgr.Set(watches, dyninformer.ListsNew)
+	w.durable.startListing(more, dyninformer.ListsNew)
+	return append(started, more...), epoch
+}
+
+// noteVanishedLocked notes, on a refresh of discovery, the running watches
+// that watches no longer has (under any version), forgets those that vanished
+// vanishGrace ago or more, and returns the scopes running now. w.mu is held.
+func (w *Watcher) noteVanishedLocked(watches []dyninformer.Watch, lists dyninformer.Lists, now time.Time) map[scopeKey]bool {
+	wanted := map[scopeKey]bool{}
+	for _, wt := range watches {
+		wanted[scopeOf(wt.Key())] = true
+	}
+	watching := map[scopeKey]bool{}
+	for _, k := range w.mgr.Watches() {
+		s := scopeOf(k)
+		watching[s] = true
+		if lists == dyninformer.ListsNew && !wanted[s] {
+			w.vanished[s] = vanishedWatch{key: k, at: now}
+			w.log.Info("resource left discovery; its records are kept in case it comes back", "resource", k.String(), "for", w.vanishGrace.String())
+		}
+	}
+	for s, v := range w.vanished {
+		if now.Sub(v.at) >= w.vanishGrace {
+			delete(w.vanished, s)
+		}
+	}
+	return watching
+}
+
+// vanishedKeysLocked returns the watches that vanished within vanishGrace:
+// their records and baselines are kept. w.mu is held.
+func (w *Watcher) vanishedKeysLocked() []dyninformer.Key {
+	out := make([]dyninformer.Key, 0, len(w.vanished))
+	for _, v := range w.vanished {
+		out = append(out, v.key)
+	}
+	return out
+}
