@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,6 +64,17 @@ func reasonOf(err error) string {
 	return "error (see the logs)"
 }
 
+// stateReason is what /readyz says of a refused commit: the system's reason
+// (file too large, no space left on device, …), never the error's text, which
+// names the state file's path; the whole error is in the logs.
+func stateReason(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return "see the logs"
+}
+
 // ready says whether the daemon is ready, and why not: every watch has listed,
 // none went stallAfter without an event or a bookmark, and the state file
 // takes commits. A watch that fails (forbidden, not served) is reported as
@@ -97,7 +109,7 @@ func (d *daemon) ready(now time.Time) (bool, string) {
 		}
 	}
 	if err := w.StateErr(); err != nil {
-		notReady = append(notReady, fmt.Sprintf("not ready: state: the state file refuses commits (%v); events wait in memory", err))
+		notReady = append(notReady, fmt.Sprintf("not ready: state: the state file refuses commits (%s); events wait in memory", stateReason(err)))
 	}
 	body := strings.Join(append(notReady, degraded...), "\n")
 	if len(notReady) > 0 {

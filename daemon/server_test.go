@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"syscall"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,5 +30,18 @@ func TestReadyzReasonOnly(t *testing.T) {
 		if got := reasonOf(c.err); got != c.want {
 			t.Errorf("reasonOf(%v) = %q, want %q", c.err, got, c.want)
 		}
+	}
+}
+
+// /readyz names a refused state commit by the system's reason only: the
+// error's text names the state file's path.
+func TestReadyzStateReasonOnly(t *testing.T) {
+	t.Parallel()
+	full := fmt.Errorf("commit: %w", &os.PathError{Op: "write", Path: "/var/lib/secret-team/state.db", Err: syscall.EFBIG})
+	if got, want := stateReason(full), "file too large"; got != want {
+		t.Errorf("stateReason(%v) = %q, want %q", full, got, want)
+	}
+	if got, want := stateReason(errors.New("tx closed at /var/lib/x")), "see the logs"; got != want {
+		t.Errorf("stateReason = %q, want %q", got, want)
 	}
 }
