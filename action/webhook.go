@@ -30,7 +30,10 @@ type Webhook struct {
 	method  string
 	headers map[string]string
 	body    *template.Template
-	client  *http.Client
+	// format, when set and there is no body template, renders the request
+	// (cloudevents, slack, teams); nil sends the payload JSON.
+	format bodyFormat
+	client *http.Client
 }
 
 // NewWebhook builds a webhook from a validated spec (headers already expanded)
@@ -85,6 +88,13 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 		body = buf.Bytes()
 		contentType = ""
 	}
+	var formatHeader map[string]string
+	if w.body == nil && w.format != nil {
+		var err error
+		if body, formatHeader, err = w.format(d); err != nil {
+			return &Failure{Err: fmt.Errorf("render message: %w", err), Permanent: true}
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, w.method, w.url, bytes.NewReader(body))
 	if err != nil {
 		return &Failure{Err: err, Permanent: true}
@@ -94,6 +104,9 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 	}
 	req.Header.Set("User-Agent", "dynwatch")
 	req.Header.Set("X-Dynwatch-Event-Id", d.Payload.ID)
+	for k, v := range formatHeader {
+		req.Header.Set(k, v)
+	}
 	for k, v := range w.headers {
 		req.Header.Set(k, v)
 	}
