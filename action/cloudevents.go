@@ -77,9 +77,18 @@ func ceStructured(d *event.Delivery, source string) []byte {
 	return append(out, '}')
 }
 
+// appendJSONString appends s as a JSON string: as it is when it is plain
+// printable ASCII (names and ids are), else as encoding/json writes it.
 func appendJSONString(b []byte, s string) []byte {
-	enc, _ := json.Marshal(s) // a string always encodes
-	return append(b, enc...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			enc, _ := json.Marshal(s) // a string always encodes
+			return append(b, enc...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // ceHeaderValue percent-encodes what an HTTP or NATS header value cannot carry

@@ -2,7 +2,13 @@ package action
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/pem"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -218,4 +224,44 @@ func TestKafkaBrokerErrorsRetryInOrder(t *testing.T) {
 		got[name] = append(got[name], seq)
 	}
 	checkOrder(t, got, objects, n, false)
+}
+
+// SASL PLAIN and SCRAM log in to a cluster that requires them; a wrong
+// password is an attempt that fails (the action is down), not a start that does.
+func TestKafkaSASL(t *testing.T) {
+	t.Parallel()
+	for _, mech := range []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"} {
+		t.Run(mech, func(t *testing.T) {
+			t.Parallel()
+			c := newKfake(t, 0, kfake.EnableSASL(), kfake.Superuser(mech, "dynwatch", "s3cret"))
+			ok := buildAction(t, fmt.Sprintf(`kafka: {brokers: [%q], topic: ns-events, sasl: {mechanism: %s, username: dynwatch, password: s3cret}}`, c.ListenAddrs()[0], mech))
+			if err := ok.Send(context.Background(), cmDelivery("a", 0)); err != nil {
+				t.Fatalf("send with the right password: %v", err)
+			}
+			bad := buildAction(t, fmt.Sprintf(`kafka: {brokers: [%q], topic: ns-events, timeout: 1s, sasl: {mechanism: %s, username: dynwatch, password: wrong}}`, c.ListenAddrs()[0], mech))
+			if err := bad.Send(context.Background(), cmDelivery("a", 1)); err == nil {
+				t.Fatal("send with a wrong password succeeded")
+			}
+		})
+	}
+}
+
+// TLS: the broker's certificate is verified against caFile.
+func TestKafkaTLS(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewTLSServer(http.NotFoundHandler()) // for its certificate, valid for 127.0.0.1
+	srv.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newKfake(t, 0, kfake.TLS(&tls.Config{Certificates: srv.TLS.Certificates}))
+	ok := buildAction(t, fmt.Sprintf(`kafka: {brokers: [%q], topic: ns-events, tls: {caFile: %q}}`, c.ListenAddrs()[0], caFile))
+	if err := ok.Send(context.Background(), cmDelivery("a", 0)); err != nil {
+		t.Fatalf("send over TLS: %v", err)
+	}
+	unverified := buildAction(t, fmt.Sprintf(`kafka: {brokers: [%q], topic: ns-events, timeout: 1s, tls: {}}`, c.ListenAddrs()[0]))
+	if err := unverified.Send(context.Background(), cmDelivery("a", 1)); err == nil {
+		t.Fatal("send to a broker whose certificate no root signs succeeded")
+	}
 }

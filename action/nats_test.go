@@ -242,3 +242,37 @@ func TestNATSCore(t *testing.T) {
 		return err != nil && strings.Contains(err.Error(), "nats")
 	})
 }
+
+// No server at start is no error at start: the action is down, and once the
+// server runs (with its stream) the backlog arrives in order.
+func TestNATSServerAbsentAtStart(t *testing.T) {
+	t.Parallel()
+	ns := &natsServer{t: t, opts: &server.Options{
+		Host: "127.0.0.1", Port: freePort(t), JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+	}}
+	t.Cleanup(ns.stop)
+	s := buildAction(t, fmt.Sprintf(`nats: {url: %q, subject: "dw.{{.name}}", timeout: 1s}`, ns.url()))
+	var logs logBuffer
+	q := NewQueue("stream", s, QueueOptions{Concurrency: 4, Retry: Retry{Max: 1000, Initial: 50 * time.Millisecond, MaxBackoff: time.Second}, Logger: logs.logger()})
+	runQueue(t, q)
+	objects := []string{"a", "b"}
+	const n = 5
+	for seq := range n {
+		for _, o := range objects {
+			q.Enqueue(cmDelivery(o, seq))
+		}
+	}
+	waitFor(t, "the action to be down", 10*time.Second, func() bool { down, _ := q.Down(); return down })
+	ns.start()
+	ns.stream(t)
+	waitFor(t, "the backlog to be delivered", 30*time.Second, func() bool { return q.Stats().Delivered == n*uint64(len(objects)) })
+	got := map[string][]int{}
+	for _, m := range streamMsgs(t, ns) {
+		name, seq := seqOf(t, m.Data)
+		got[name] = append(got[name], seq)
+	}
+	checkOrder(t, got, objects, n, false)
+	if w := strings.Count(logs.String(), "level=WARN"); w != 1 {
+		t.Errorf("%d WARN lines, want one for the outage:\n%s", w, logs.String())
+	}
+}
