@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -109,4 +112,43 @@ rules:
 			t.Errorf("k%d: %s, want add,update (every event once, in order)", i, got)
 		}
 	}
+}
+
+// A run's CloudEvents name the API server's URL as their source.
+func TestRunCloudEventsSource(t *testing.T) {
+	d, ns := setupTail(t)
+	got := make(chan []byte, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- b
+	}))
+	defer srv.Close()
+	cfg := writeConfig(t, t.TempDir(), fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+actions:
+  - name: ce
+    webhook: {url: %q, format: cloudevents}
+rules:
+  - name: gadgets
+    resources: [{group: tail.example.com, resource: gadgets}]
+    namespaces: [%s]
+    actions: [ce]
+`, srv.URL, ns))
+	p := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+	p.waitLog("all informers synced", 30*time.Second)
+	if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, "g", map[string]any{"n": int64(0)}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case b := <-got:
+		var ev struct{ Source, Subject, Type string }
+		if err := json.Unmarshal(b, &ev); err != nil {
+			t.Fatalf("not a structured CloudEvent: %s", b)
+		}
+		if ev.Source != cp.URL || ev.Type != "io.dynwatch.add" || ev.Subject != "/apis/tail.example.com/v1/namespaces/"+ns+"/gadgets/g" {
+			t.Errorf("source %q (want %q), type %q, subject %q", ev.Source, cp.URL, ev.Type, ev.Subject)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no event:\n%s", p.stderr.String())
+	}
+	_ = p.stop(syscall.SIGTERM)
 }
