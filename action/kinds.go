@@ -13,6 +13,17 @@ import (
 type Env struct {
 	// Stdout is where `log: {}` writes.
 	Stdout io.Writer
+	// Source is the CloudEvents source: the API server's URL (or the
+	// cluster's name). Default: "dynwatch".
+	Source string
+}
+
+// source returns the CloudEvents source of env.
+func (env Env) source() string {
+	if env.Source == "" {
+		return "dynwatch"
+	}
+	return env.Source
 }
 
 // Action is one configured action, compiled once at load: its spec, its retry
@@ -39,6 +50,8 @@ var kinds = []kind{
 	{"log", compileLog},
 	{"webhook", compileWebhook},
 	{"exec", compileExec},
+	{"kafka", compileKafka},
+	{"nats", compileNATS},
 }
 
 // FieldError is a problem with one field of an action's spec, relative to the
@@ -104,11 +117,12 @@ func compileWebhook(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, erro
 		}
 	}
 	ws := spec.Webhook
-	return func(Env) (Sender, io.Closer, error) {
+	return func(env Env) (Sender, io.Closer, error) {
 		w, err := NewWebhook(ws, body)
 		if err != nil {
 			return nil, nil, err
 		}
+		w.format = webhookFormat(ws, env.source())
 		return w, w, nil
 	}, nil
 }

@@ -1,4 +1,4 @@
-// Package action delivers payloads to actions (log, webhook, exec) through one
+// Package action delivers payloads to actions (log, webhook, exec, kafka, nats) through one
 // bounded queue per action that keeps each object's events in order, delivers
 // different objects in parallel, and retries failures. kinds.go is the table
 // of action kinds.

@@ -31,7 +31,10 @@ type Webhook struct {
 	method  string
 	headers map[string]string
 	body    *template.Template
-	client  *http.Client
+	// format, when set and there is no body template, renders the request
+	// (cloudevents, slack, teams); nil sends the payload JSON.
+	format bodyFormat
+	client *http.Client
 }
 
 // NewWebhook builds a webhook from a validated spec (headers already expanded)
@@ -84,6 +87,13 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 		}
 		body = buf.Bytes()
 	}
+	var formatHeader map[string]string
+	if w.body == nil && w.format != nil {
+		var err error
+		if body, formatHeader, err = w.format(d); err != nil {
+			return &Failure{Err: fmt.Errorf("render message: %w", err), Permanent: true}
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, w.method, w.url, bytes.NewReader(body))
 	if err != nil {
 		return &Failure{Err: err, Permanent: true}
@@ -95,7 +105,10 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 	}
 	req.Header.Set("User-Agent", "dynwatch")
 	req.Header.Set("X-Dynwatch-Event-Id", d.Payload.ID)
-	req.Header.Set("X-Dynwatch-Delivery-Id", DeliveryID(d))
+	req.Header.Set("X-Dynwatch-Delivery-Id", DeliveryKey(d.Payload))
+	for k, v := range formatHeader {
+		req.Header.Set(k, v)
+	}
 	for k, v := range w.headers {
 		req.Header.Set(k, v)
 	}
@@ -131,10 +144,6 @@ func (w *Webhook) Close() error {
 	return nil
 }
 
-// DeliveryID is a delivery's key, `<id>:<rule>`: one event can fire several
-// rules, and each of them is a delivery of its own for a receiver that drops
-// duplicates.
-func DeliveryID(d *event.Delivery) string { return d.Payload.ID + ":" + d.Payload.Rule }
 
 // parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
 func parseRetryAfter(v string, now time.Time) time.Duration {

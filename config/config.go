@@ -128,7 +128,8 @@ type Redaction struct {
 	Paths []string `yaml:"paths"`
 }
 
-// ActionSpec is one named action; exactly one of Log, Webhook and Exec is set.
+// ActionSpec is one named action; exactly one of its kinds (Log, Webhook,
+// Exec, Kafka, NATS) is set.
 type ActionSpec struct {
 	// Name is how rules refer to the action. Required, unique.
 	Name string `yaml:"name"`
@@ -138,6 +139,10 @@ type ActionSpec struct {
 	Webhook *WebhookSpec `yaml:"webhook"`
 	// Exec runs a command with the payload on stdin.
 	Exec *ExecSpec `yaml:"exec"`
+	// Kafka produces the payload as a record to a Kafka topic.
+	Kafka *KafkaSpec `yaml:"kafka"`
+	// NATS publishes the payload to a NATS subject, by default through JetStream.
+	NATS *NATSSpec `yaml:"nats"`
 	// QueueSize bounds the action's queue. Default: 10000.
 	QueueSize int `yaml:"queueSize"`
 	// Concurrency is how many objects are delivered in parallel; one object's
@@ -168,6 +173,11 @@ type WebhookSpec struct {
 	Retry *RetrySpec `yaml:"retry"`
 	// TLS settings. Default: system roots, verification on.
 	TLS *TLSSpec `yaml:"tls"`
+	// Format is json (the payload), cloudevents, slack or teams; a body
+	// template replaces a slack or teams message. Default: json.
+	Format string `yaml:"format"`
+	// CloudEvents configures format: cloudevents. Default: structured mode.
+	CloudEvents *CloudEventsSpec `yaml:"cloudevents"`
 }
 
 // RetrySpec is an exponential backoff policy with jitter.
@@ -414,6 +424,8 @@ func (a *ActionSpec) kinds() []kind {
 		{"log", a.Log != nil, a.Log},
 		{"webhook", a.Webhook != nil, a.Webhook},
 		{"exec", a.Exec != nil, a.Exec},
+		{"kafka", a.Kafka != nil, a.Kafka},
+		{"nats", a.NATS != nil, a.NATS},
 	}
 }
 
@@ -425,14 +437,16 @@ func (a *ActionSpec) Kind() string {
 	return ""
 }
 
+// retrier is a kind spec with a retry key.
+type retrier interface{ retryPolicy() *RetrySpec }
+
 // RetryPolicy returns the action's retry policy with its defaults applied; the
 // log action, which has no retry key, gets the defaults.
 func (a *ActionSpec) RetryPolicy() RetrySpec {
-	switch {
-	case a.Webhook != nil && a.Webhook.Retry != nil:
-		return *a.Webhook.Retry
-	case a.Exec != nil && a.Exec.Retry != nil:
-		return *a.Exec.Retry
+	for _, k := range a.kinds() {
+		if r, ok := k.spec.(retrier); ok && k.set && r.retryPolicy() != nil {
+			return *r.retryPolicy()
+		}
 	}
 	var r RetrySpec
 	r.applyDefaults()
@@ -448,7 +462,7 @@ func (a *ActionSpec) validate(v *validator, p string) {
 		}
 	}
 	if kinds != 1 {
-		names := make([]string, 0, 3)
+		names := make([]string, 0, 5)
 		for _, k := range a.kinds() {
 			names = append(names, k.name)
 		}
@@ -518,12 +532,16 @@ func (w *WebhookSpec) validate(v *validator, p string) {
 	}
 	w.Timeout = positive(v, p+".timeout", orDuration(w.Timeout, DefaultWebhookTO))
 	w.Retry = w.Retry.validate(v, p+".retry")
+	w.validateFormat(v, p)
 	if w.TLS != nil && w.TLS.CAFile != "" {
 		if _, err := os.Stat(w.TLS.CAFile); err != nil {
 			v.errf(p+".tls.caFile", "%v", err)
 		}
 	}
 }
+
+func (w *WebhookSpec) retryPolicy() *RetrySpec { return w.Retry }
+func (e *ExecSpec) retryPolicy() *RetrySpec    { return e.Retry }
 
 func (e *ExecSpec) validate(v *validator, p string) {
 	if len(e.Command) == 0 || e.Command[0] == "" {

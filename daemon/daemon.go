@@ -44,6 +44,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Stdout is where `log: {}` actions write. Default: os.Stdout.
 	Stdout io.Writer
+	// Source is what CloudEvents name as their source: the API server's URL.
+	Source string
 	// Hup delivers a reload request (SIGHUP); nil: none.
 	Hup <-chan struct{}
 	// Identity names this replica in leader election. Default: $POD_NAME, or
@@ -120,7 +122,7 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	if store != nil {
 		defer store.Close()
 	}
-	w, err := watcher.New(file, d.o.Informers, d.o.Discovery, watcher.Options{Logger: d.log, Stdout: d.o.Stdout, Store: store, Metrics: d.metrics})
+	w, err := watcher.New(file, d.o.Informers, d.o.Discovery, watcher.Options{Logger: d.log, Stdout: d.o.Stdout, Source: d.o.Source, Store: store, Metrics: d.metrics})
 	if err != nil {
 		d.log.Error("cannot build actions", "err", err)
 		return ErrFailed

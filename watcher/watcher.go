@@ -47,6 +47,7 @@ type Watcher struct {
 	disc    k8sdiscovery.DiscoveryInterface
 	log     *slog.Logger
 	stdout  io.Writer
+	source  string // the actions' CloudEvents source
 	refresh time.Duration
 	mgr     *dyninformer.Manager
 	crds    *dyninformer.Manager
@@ -104,6 +105,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Stdout is where `log: {}` actions write. Default: os.Stdout.
 	Stdout io.Writer
+	// Source is the CloudEvents source of the actions: the API server's URL.
+	Source string
 	// DiscoveryRefresh is how often discovery is read again, for aggregated
 	// APIs; CRDs are followed as they change. Default: 30s.
 	DiscoveryRefresh time.Duration
@@ -128,6 +131,7 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 		disc:    disc,
 		log:     opts.Logger,
 		stdout:  opts.Stdout,
+		source:  opts.Source,
 		refresh: opts.DiscoveryRefresh,
 		kicks:   make(chan struct{}, 1),
 		queues:  map[string]*queueRun{},
@@ -180,7 +184,7 @@ func (w *Watcher) buildQueues(file *plan.File) (map[string]*queueRun, error) {
 // newQueue builds an action's sender and queue; with state, a delivery is
 // removed from disk once it is finished with.
 func (w *Watcher) newQueue(a *action.Action) (*queueRun, error) {
-	sender, closer, err := a.Build(action.Env{Stdout: w.stdout})
+	sender, closer, err := a.Build(action.Env{Stdout: w.stdout, Source: w.source})
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,7 @@ type conn struct {
 	raw   *dyninformer.Client // what informers list and watch with
 	disc  discovery.DiscoveryInterface
 	typed kubernetes.Interface
+	host  string // the API server's URL
 }
 
 // connect builds every client a command may need.
@@ -61,7 +62,7 @@ func (k *kubeFlags) connect() (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{}
+	c := &conn{host: cfg.Host}
 	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, err
 	}

@@ -63,6 +63,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		Kube:                c.typed,
 		Logger:              log,
 		Stdout:              e.stdout,
+		Source:              c.host,
 		Hup:                 hup,
 	})
 	if err != nil {

@@ -1,0 +1,286 @@
+package action
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"text/template"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/payload"
+)
+
+// Kafka produces each payload as one record and counts it delivered only when
+// the broker has acknowledged it (per acks). The client dials lazily: a broker
+// that cannot be reached, at start or later, makes attempts fail (the action
+// is down and probes), never the start itself.
+type Kafka struct {
+	client  *kgo.Client
+	topic   textOrTemplate
+	key     *template.Template // nil: the object's identity
+	ce      bool               // format: cloudevents, binary mode
+	source  string
+	timeout time.Duration
+
+	// recordCtx lives as long as the producer: a record outlives the attempt
+	// that produced it. Close ends it.
+	recordCtx context.Context
+	stop      context.CancelFunc
+	mu        sync.Mutex
+	pending   map[string]*pending // by delivery key
+}
+
+// textOrTemplate is a config value that is either plain text or a template
+// over the event, compiled once.
+type textOrTemplate struct {
+	text string
+	tmpl *template.Template
+}
+
+// compileText compiles s as a template when it has an action in it.
+func compileText(s string) (textOrTemplate, error) {
+	if !strings.Contains(s, "{{") {
+		return textOrTemplate{text: s}, nil
+	}
+	t, err := payload.ParseTemplate(s)
+	return textOrTemplate{tmpl: t}, err
+}
+
+// render returns the text, or the template executed on d's payload.
+func (t textOrTemplate) render(d *event.Delivery) (string, error) {
+	if t.tmpl == nil {
+		return t.text, nil
+	}
+	var buf bytes.Buffer
+	if err := t.tmpl.Execute(&buf, payload.TemplateData(d.JSON)); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+func compileKafka(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError) {
+	ks := spec.Kafka
+	topic, err := compileText(ks.Topic)
+	if err != nil {
+		return nil, &FieldError{Field: "kafka.topic", Err: err}
+	}
+	var key *template.Template
+	if ks.Key != config.KeyObject {
+		if key, err = payload.ParseTemplate(ks.Key); err != nil {
+			return nil, &FieldError{Field: "kafka.key", Err: err}
+		}
+	}
+	return func(env Env) (Sender, io.Closer, error) {
+		k, err := newKafka(ks, topic, key, env.source())
+		return k, k, err
+	}, nil
+}
+
+// newKafka builds a kafka producer from a validated spec; it does not dial.
+func newKafka(spec *config.KafkaSpec, topic textOrTemplate, key *template.Template, source string) (*Kafka, error) {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(spec.Brokers...),
+		kgo.ProducerLinger(0),
+		// Records go to the partition of their key's hash, so one object's
+		// records share a partition and keep their order.
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+	}
+	if spec.Acks == "leader" {
+		// Idempotent producing needs acks from all in-sync replicas.
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	} else {
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	}
+	if spec.TLS != nil {
+		cfg, err := tlsConfig(spec.TLS)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(cfg))
+	}
+	if spec.SASL != nil {
+		opts = append(opts, kgo.SASL(saslMechanism(spec.SASL)))
+	}
+	client, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &Kafka{
+		recordCtx: ctx,
+		stop:      stop,
+		pending:   map[string]*pending{},
+		client:    client,
+		topic:     topic,
+		key:       key,
+		ce:        spec.Format == config.FormatCloudEvents,
+		source:    source,
+		timeout:   spec.Timeout.Std(),
+	}, nil
+}
+
+func saslMechanism(s *config.SASLSpec) sasl.Mechanism {
+	switch s.Mechanism {
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism()
+	case "SCRAM-SHA-512":
+		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism()
+	}
+	return plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism()
+}
+
+// tlsConfig is the TLS client of a sink: TLS 1.2 at least, a caFile's
+// certificates as the only roots when given.
+func tlsConfig(spec *config.TLSSpec) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: spec.InsecureSkipVerify}
+	if spec.CAFile == "" {
+		return cfg, nil
+	}
+	pem, err := os.ReadFile(spec.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("read tls.caFile: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("tls.caFile %s holds no PEM certificate", spec.CAFile)
+	}
+	cfg.RootCAs = pool
+	return cfg, nil
+}
+
+// Send produces d's record and returns once it is acknowledged, or with an
+// error when it failed or was not acknowledged within the timeout (retried).
+// A record that is not acknowledged yet stays with the client, which retries
+// it on its own (deduplicated by idempotent producing): a retry of the same
+// delivery waits for that record rather than producing a second one, so one
+// object never has two records in flight and a broker that comes back gets
+// each delivery once.
+func (k *Kafka) Send(ctx context.Context, d *event.Delivery) error {
+	p, err := k.produce(d)
+	if err != nil {
+		return &Failure{Err: err, Permanent: true}
+	}
+	timer := time.NewTimer(k.timeout)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+		k.forget(p)
+		if p.err != nil {
+			return fmt.Errorf("kafka produce to %s: %w", p.topic, p.err)
+		}
+		return nil
+	case <-timer.C:
+		return fmt.Errorf("kafka produce to %s: not acknowledged within %s", p.topic, k.timeout)
+	case <-ctx.Done():
+		return fmt.Errorf("kafka produce to %s: %w", p.topic, ctx.Err())
+	}
+}
+
+// pending is a record the client has and its outcome, once done is closed.
+type pending struct {
+	id    string
+	topic string
+	done  chan struct{}
+	err   error
+}
+
+// failed reports whether p is done and failed.
+func (p *pending) failed() bool {
+	select {
+	case <-p.done:
+		return p.err != nil
+	default:
+		return false
+	}
+}
+
+// produce hands d's record to the client, unless a record of d is still
+// pending, and returns what tells its outcome.
+func (k *Kafka) produce(d *event.Delivery) (*pending, error) {
+	id := DeliveryKey(d.Payload)
+	k.mu.Lock()
+	if p, ok := k.pending[id]; ok && !p.failed() {
+		k.mu.Unlock()
+		return p, nil
+	}
+	rec, err := k.record(d)
+	if err != nil {
+		k.mu.Unlock()
+		return nil, err
+	}
+	p := &pending{id: id, topic: rec.Topic, done: make(chan struct{})}
+	k.pending[id] = p
+	k.mu.Unlock()
+	// TryProduce, not Produce: a full buffer fails the attempt at once
+	// instead of blocking the worker. The promise runs on the client's own
+	// goroutine, never under k.mu held by a caller.
+	k.client.TryProduce(k.recordCtx, rec, func(_ *kgo.Record, err error) {
+		p.err = err
+		close(p.done)
+	})
+	return p, nil
+}
+
+// forget drops p once an attempt has seen its outcome. Until then it stays,
+// acknowledged or not: a retry after an attempt timed out just before the
+// acknowledgement came finds it delivered, and produces no second record.
+func (k *Kafka) forget(p *pending) {
+	k.mu.Lock()
+	if k.pending[p.id] == p {
+		delete(k.pending, p.id)
+	}
+	k.mu.Unlock()
+}
+
+// record builds d's record: its topic, key, headers and value.
+func (k *Kafka) record(d *event.Delivery) (*kgo.Record, error) {
+	topic, err := k.topic.render(d)
+	if err != nil {
+		return nil, fmt.Errorf("render topic: %w", err)
+	}
+	if topic == "" {
+		return nil, fmt.Errorf("the topic template rendered empty")
+	}
+	key := ObjectKey(d.Payload)
+	if k.key != nil {
+		var buf bytes.Buffer
+		if err := k.key.Execute(&buf, payload.TemplateData(d.JSON)); err != nil {
+			return nil, fmt.Errorf("render key: %w", err)
+		}
+		key = buf.String()
+	}
+	rec := &kgo.Record{Topic: topic, Key: []byte(key), Value: d.JSON}
+	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: "dynwatch-delivery-id", Value: []byte(DeliveryKey(d.Payload))})
+	if k.ce {
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: "content-type", Value: []byte("application/json")})
+		for _, a := range ceAttributes(d, k.source) {
+			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: "ce_" + a.name, Value: []byte(a.value)})
+		}
+	}
+	return rec, nil
+}
+
+// ObjectKey is an object's identity for ordering: group/resource/namespace/name.
+func ObjectKey(p *event.Payload) string {
+	return p.Resource.Group + "/" + p.Resource.Resource + "/" + p.Namespace + "/" + p.Name
+}
+
+// Close fails the records still pending and closes the client.
+func (k *Kafka) Close() error {
+	k.stop()
+	k.client.Close()
+	return nil
+}

@@ -1,0 +1,159 @@
+package action
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/event"
+)
+
+// natsReconnectWait is how long the client waits between attempts to reach a
+// server again; the queue's probes meanwhile see the action down.
+const natsReconnectWait = 250 * time.Millisecond
+
+var errNATSDown = errors.New("not connected to a NATS server")
+
+// NATS publishes each payload to a subject. With JetStream (the default) a
+// publish counts only once the stream has acknowledged it, and its
+// Nats-Msg-Id is the delivery key, so the stream drops a retried duplicate.
+// Core NATS counts a message delivered once the server has it: at most once
+// on the wire, nothing is kept for a subscriber that is not there.
+type NATS struct {
+	conn    *nats.Conn
+	js      jetstream.JetStream // nil for core NATS
+	subject textOrTemplate
+	ce      bool
+	source  string
+	timeout time.Duration
+	where   string
+}
+
+func compileNATS(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError) {
+	ns := spec.NATS
+	subject, err := compileText(ns.Subject)
+	if err != nil {
+		return nil, &FieldError{Field: "nats.subject", Err: err}
+	}
+	return func(env Env) (Sender, io.Closer, error) {
+		n, err := newNATS(ns, subject, env.source())
+		return n, n, err
+	}, nil
+}
+
+// newNATS connects to spec's servers. A server that cannot be reached is not
+// an error: the client keeps trying in the background and sends fail meanwhile.
+func newNATS(spec *config.NATSSpec, subject textOrTemplate, source string) (*NATS, error) {
+	opts := []nats.Option{
+		nats.Name("dynwatch"),
+		nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(natsReconnectWait),
+		// Publishes while disconnected fail rather than wait in a buffer that a
+		// crash would lose: the queue keeps them.
+		nats.ReconnectBufSize(-1),
+	}
+	if spec.Token != "" {
+		opts = append(opts, nats.Token(spec.Token))
+	}
+	if spec.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(spec.CredsFile))
+	}
+	if spec.TLS != nil {
+		cfg, err := tlsConfig(spec.TLS)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, nats.Secure(cfg))
+	}
+	conn, err := nats.Connect(spec.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("nats connect: %w", err)
+	}
+	n := &NATS{
+		conn:    conn,
+		subject: subject,
+		ce:      spec.Format == config.FormatCloudEvents,
+		source:  source,
+		timeout: spec.Timeout.Std(),
+		where:   natsWhere(spec.URL),
+	}
+	if spec.UsesJetStream() {
+		if n.js, err = jetstream.New(conn); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("jetstream: %w", err)
+		}
+	}
+	return n, nil
+}
+
+// natsWhere shows server URLs as logs may: scheme and host, no credentials.
+func natsWhere(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, u := range parts {
+		parts[i] = Where(strings.TrimSpace(u))
+	}
+	return strings.Join(parts, ",")
+}
+
+// Send publishes d once and returns when the stream has acknowledged it (or,
+// for core NATS, the server has it), or when that failed or timed out: both
+// are retried, and the queue never has a second message of an object in flight.
+func (n *NATS) Send(ctx context.Context, d *event.Delivery) error {
+	msg, err := n.message(d)
+	if err != nil {
+		return &Failure{Err: err, Permanent: true}
+	}
+	if !n.conn.IsConnected() {
+		return fmt.Errorf("nats %s: %w", n.where, errNATSDown)
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	if n.js == nil {
+		if err := n.conn.PublishMsg(msg); err != nil {
+			return fmt.Errorf("nats publish to %s: %w", msg.Subject, err)
+		}
+		if err := n.conn.FlushWithContext(ctx); err != nil {
+			return fmt.Errorf("nats publish to %s: %w", msg.Subject, err)
+		}
+		return nil
+	}
+	if _, err := n.js.PublishMsg(ctx, msg, jetstream.WithMsgID(DeliveryKey(d.Payload))); err != nil {
+		return fmt.Errorf("jetstream publish to %s: %w", msg.Subject, err)
+	}
+	return nil
+}
+
+// message builds d's message: its subject, headers and data.
+func (n *NATS) message(d *event.Delivery) (*nats.Msg, error) {
+	subject, err := n.subject.render(d)
+	if err != nil {
+		return nil, fmt.Errorf("render subject: %w", err)
+	}
+	if subject == "" || strings.ContainsAny(subject, " \t\r\n*>") {
+		return nil, fmt.Errorf("the subject template rendered %q, not a subject to publish to", subject)
+	}
+	msg := nats.NewMsg(subject)
+	msg.Data = d.JSON
+	msg.Header.Set("Dynwatch-Delivery-Id", DeliveryKey(d.Payload))
+	if n.ce {
+		msg.Header.Set("Content-Type", "application/json")
+		for _, a := range ceAttributes(d, n.source) {
+			msg.Header.Set("ce-"+a.name, ceHeaderValue(a.value))
+		}
+	}
+	return msg, nil
+}
+
+// Close closes the connection to the server.
+func (n *NATS) Close() error {
+	n.conn.Close()
+	return nil
+}

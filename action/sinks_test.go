@@ -1,0 +1,106 @@
+package action
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"testing"
+
+	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/event"
+)
+
+// testSource is the CloudEvents source the sink tests build their actions with.
+const testSource = "https://api.test:6443"
+
+// buildAction builds the sender of an action given as the YAML of its kind
+// (`kafka: {...}`), through the config loader and the kind table, as a run
+// would; what it holds is closed when the test ends.
+func buildAction(t testing.TB, kindYAML string) Sender {
+	t.Helper()
+	f, err := config.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
+actions:
+  - name: sink
+    `+kindYAML+`
+rules: [{name: r, resources: [{kind: ConfigMap}], actions: [sink]}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ferr := Compile(f.Config.Actions[0])
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	s, closer, err := a.Build(Env{Source: testSource})
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	if closer != nil {
+		t.Cleanup(func() { _ = closer.Close() })
+	}
+	return s
+}
+
+// cmDelivery is update seq of ConfigMap ns/obj, as a rule delivers it.
+func cmDelivery(obj string, seq int) *event.Delivery {
+	pl := &event.Payload{
+		ID:        fmt.Sprintf("uid-%s:%d:update", obj, seq),
+		Time:      "2026-12-01T10:00:00.000Z",
+		Type:      event.Update,
+		Rule:      "r",
+		Resource:  event.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true},
+		Namespace: "ns",
+		Name:      obj,
+		Changed:   []string{"data.seq"},
+		Object:    json.RawMessage(fmt.Sprintf(`{"seq":%d}`, seq)),
+	}
+	b, _ := json.Marshal(pl)
+	return &event.Delivery{Payload: pl, JSON: b, Key: "configmaps/ns/" + obj}
+}
+
+// seqOf reads the seq of a payload cmDelivery made.
+func seqOf(t testing.TB, payloadJSON []byte) (string, int) {
+	t.Helper()
+	var pl struct {
+		Name   string
+		Object struct{ Seq int }
+	}
+	if err := json.Unmarshal(payloadJSON, &pl); err != nil {
+		t.Fatalf("not a payload: %s", payloadJSON)
+	}
+	return pl.Name, pl.Object.Seq
+}
+
+// freePort returns a loopback port that nothing listens on now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// checkOrder reports an object whose seqs are not 0..n-1 in order, given
+// what arrived (duplicates allowed only where dups is true).
+func checkOrder(t testing.TB, got map[string][]int, objects []string, n int, dups bool) {
+	t.Helper()
+	for _, o := range objects {
+		seqs := got[o]
+		want := 0
+		for _, s := range seqs {
+			switch {
+			case s == want:
+				want++
+			case dups && s == want-1:
+			default:
+				t.Errorf("object %s: got %v, want 0..%d in order", o, seqs, n-1)
+				return
+			}
+		}
+		if want != n {
+			t.Errorf("object %s: got %v, want 0..%d", o, seqs, n-1)
+		}
+	}
+}

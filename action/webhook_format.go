@@ -1,0 +1,44 @@
+package action
+
+import (
+	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/event"
+)
+
+// bodyFormat renders a delivery as a webhook request's body and the headers
+// that describe it (its Content-Type among them). It is chosen once, at load,
+// from the webhook's format.
+type bodyFormat func(d *event.Delivery) (body []byte, header map[string]string, err error)
+
+// webhookFormat returns the format of spec, or nil for the payload JSON as it is.
+// source is the CloudEvents source.
+func webhookFormat(spec *config.WebhookSpec, source string) bodyFormat {
+	switch spec.Format {
+	case config.FormatCloudEvents:
+		if spec.CloudEvents != nil && spec.CloudEvents.Mode == config.CEBinary {
+			return func(d *event.Delivery) ([]byte, map[string]string, error) {
+				h := map[string]string{"Content-Type": "application/json"}
+				for _, a := range ceAttributes(d, source) {
+					h["Ce-"+a.name] = ceHeaderValue(a.value)
+				}
+				return d.JSON, h, nil
+			}
+		}
+		return func(d *event.Delivery) ([]byte, map[string]string, error) {
+			return ceStructured(d, source), map[string]string{"Content-Type": "application/cloudevents+json"}, nil
+		}
+	case config.FormatSlack:
+		return jsonFormat(slackMessage)
+	case config.FormatTeams:
+		return jsonFormat(teamsMessage)
+	}
+	return nil
+}
+
+// jsonFormat sends what build makes of a payload as application/json.
+func jsonFormat(build func(*event.Payload) ([]byte, error)) bodyFormat {
+	return func(d *event.Delivery) ([]byte, map[string]string, error) {
+		b, err := build(d.Payload)
+		return b, map[string]string{"Content-Type": "application/json"}, err
+	}
+}
