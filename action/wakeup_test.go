@@ -43,7 +43,7 @@ func enqueueDuringDrain(t *testing.T) bool {
 	q := NewQueue("x", s, QueueOptions{Concurrency: 1, Retry: Retry{Max: 1, Initial: time.Millisecond, MaxBackoff: time.Minute},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	cancel, took := runFor(q, time.Minute)
-	defer func() { q.Halt(); <-took }()
+	defer func() { cancel(); q.Halt(); <-took }() // cancel again: a failure may come before the drain
 	q.Enqueue(delivery("alone", 1))
 	waitFor(t, "the first event to back off on its own", 10*time.Second, func() bool {
 		q.mu.Lock()
@@ -58,6 +58,8 @@ func enqueueDuringDrain(t *testing.T) bool {
 	q.mu.Lock()
 	next := q.health.nextProbe
 	q.mu.Unlock()
+	// Only sets the scene (that wake-up cannot be seen from here): whenever B
+	// comes, a worker can take it at once as the next probe.
 	time.Sleep(time.Until(next) + 20*time.Millisecond) // the pure wake-up at nextProbe has come and gone
 	q.Enqueue(delivery("b", 1))
 	select {
