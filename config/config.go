@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"maps"
 	"net/url"
 	"os"
 	"regexp"
@@ -507,9 +506,7 @@ func (w *WebhookSpec) validate(v *validator, p string) {
 	} else if strings.ToUpper(w.Method) != w.Method || strings.ContainsAny(w.Method, " \t/") {
 		v.errf(p+".method", "want an upper-case HTTP method such as POST, got %q", w.Method)
 	}
-	for _, k := range slices.Sorted(maps.Keys(w.Headers)) {
-		w.Headers[k] = expandEnv(v, p+".headers."+k, w.Headers[k])
-	}
+	w.validateHeaders(v, p+".headers")
 	w.Timeout = positive(v, p+".timeout", orDuration(w.Timeout, DefaultWebhookTO))
 	w.Retry = w.Retry.validate(v, p+".retry")
 	if w.TLS != nil && w.TLS.CAFile != "" {
