@@ -153,7 +153,8 @@ type WebhookSpec struct {
 	// Method is the HTTP method. Default: POST.
 	Method string `yaml:"method"`
 	// Headers are sent with every request; ${VAR} is expanded from the
-	// environment at load time. Default: none.
+	// environment at load time. X-Dynwatch-* cannot be set (dynwatch sets
+	// them per delivery). Default: none.
 	Headers map[string]string `yaml:"headers"`
 	// Body is a Go text/template over the event. Default: "", the event JSON.
 	Body string `yaml:"body"`
