@@ -66,24 +66,26 @@ func (x *Exec) Send(ctx context.Context, d *event.Delivery) error {
 	var out tailBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
-	// A command that ran and failed, or hung, failed on this event: it backs off
-	// alone. One that could not start at all fails for every event.
-	if ctx.Err() == context.DeadlineExceeded {
-		return &Failure{Err: fmt.Errorf("%s: timed out after %s (process group killed)", x.argv[0], x.timeout), OneEvent: true}
-	}
-	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() {
-		// The command exited 0; a background child kept its output open past
-		// WaitDelay, and os/exec closed it.
+	if err == nil || cmd.ProcessState != nil && cmd.ProcessState.Success() {
+		// The command exited 0, on its own: a kill cannot end it so. A
+		// background child may have kept its output open past WaitDelay
+		// (exec.ErrWaitDelay: os/exec closed it), and the timeout may have
+		// passed during that wait, after the exit: a success all the same.
 		return nil
+	}
+	// A command that ran and failed, or hung, failed on this event: it backs off
+	// alone. One that could not start at all fails for every event. One that
+	// exited with a status did so on its own, before the timeout killed it,
+	// even if the deadline passed while os/exec waited for its child's output.
+	exited := cmd.ProcessState != nil && cmd.ProcessState.Exited()
+	if ctx.Err() == context.DeadlineExceeded && !exited {
+		return &Failure{Err: fmt.Errorf("%s: timed out after %s (process group killed)", x.argv[0], x.timeout), OneEvent: true}
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return &Failure{Err: fmt.Errorf("%s: %w: %s", x.argv[0], err, bytes.TrimSpace(out.Bytes())), OneEvent: true}
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", x.argv[0], err)
-	}
-	return nil
+	return fmt.Errorf("%s: %w", x.argv[0], err)
 }
 
 // tailBuffer keeps the last 2 KiB written to it, for error messages.

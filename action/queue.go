@@ -227,7 +227,10 @@ func (q *Queue) Enqueue(d *event.Delivery) bool {
 	}
 	q.mu.Unlock()
 	q.enqueued.Add(1)
-	q.cond.Signal()
+	// Broadcast, not Signal: a shutdown drain waits on the same condition, and
+	// a Signal that woke it instead of an idle worker would leave d undelivered
+	// until some later wake-up.
+	q.cond.Broadcast()
 	return true
 }
 

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"maps"
 	"net/url"
 	"os"
 	"regexp"
@@ -163,7 +162,8 @@ type WebhookSpec struct {
 	// Method is the HTTP method. Default: POST.
 	Method string `yaml:"method"`
 	// Headers are sent with every request; ${VAR} is expanded from the
-	// environment at load time. Default: none.
+	// environment at load time. X-Dynwatch-* cannot be set (dynwatch sets
+	// them per delivery). Default: none.
 	Headers map[string]string `yaml:"headers"`
 	// Body is a Go text/template over the event. Default: "", the event JSON.
 	Body string `yaml:"body"`
@@ -527,9 +527,7 @@ func (w *WebhookSpec) validate(v *validator, p string) {
 	} else if strings.ToUpper(w.Method) != w.Method || strings.ContainsAny(w.Method, " \t/") {
 		v.errf(p+".method", "want an upper-case HTTP method such as POST, got %q", w.Method)
 	}
-	for _, k := range slices.Sorted(maps.Keys(w.Headers)) {
-		w.Headers[k] = expandEnv(v, p+".headers."+k, w.Headers[k])
-	}
+	w.validateHeaders(v, p+".headers")
 	w.Timeout = positive(v, p+".timeout", orDuration(w.Timeout, DefaultWebhookTO))
 	w.Retry = w.Retry.validate(v, p+".retry")
 	w.validateFormat(v, p)
