@@ -62,7 +62,12 @@ func runQueue(t *testing.T, q *Queue) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { _ = q.Run(ctx, 5*time.Second); close(done) }()
+	go func() {
+		if err := q.Run(ctx, 5*time.Second); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		close(done)
+	}()
 	t.Cleanup(func() { cancel(); <-done })
 }
 
