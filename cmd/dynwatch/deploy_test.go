@@ -181,7 +181,7 @@ func TestDeployedServiceAccountRuns(t *testing.T) {
 	p.waitLog("this replica leads; acting", 30*time.Second)
 	p.waitLog("all informers synced", 30*time.Second)
 	time.Sleep(500 * time.Millisecond)
-	_ = p.stop(syscall.SIGTERM)
+	p.stopOK(syscall.SIGTERM)
 	if log := p.stderr.String(); strings.Contains(log, "cannot watch") || strings.Contains(log, "forbidden") {
 		t.Errorf("as its ServiceAccount dynwatch lacks a permission:\n%s", log)
 	}

@@ -64,8 +64,9 @@ rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], n
 	waitFor(a, "the leader to deliver g1", has("g1", event.Add))
 
 	// kill -9: the Lease is not released; the other waits for it to expire.
-	_ = a.cmd.Process.Signal(syscall.SIGKILL)
-	<-a.exited
+	if err := a.stop(syscall.SIGKILL); exitCode(err) != -1 {
+		t.Fatalf("kill -9: exit %v", err)
+	}
 	killed := time.Now()
 	create("g2") // in the gap
 	b.waitLog("this replica leads; acting", 30*time.Second)
@@ -106,8 +107,8 @@ rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], n
 	before := len(c.payloads())
 	create("g5")
 	waitFor(e, "the new leader to deliver g5", has("g5", event.Add))
-	_ = c.stop(syscall.SIGTERM)
-	_ = e.stop(syscall.SIGTERM)
+	c.stopOK(syscall.SIGTERM)
+	e.stopOK(syscall.SIGTERM)
 	if n := len(c.payloads()); n != before {
 		t.Errorf("the replica that lost the Lease delivered %d more events", n-before)
 	}

@@ -117,7 +117,7 @@ rules:
 	if code != http.StatusOK || !strings.Contains(body, "degraded: secrets.v1 in namespace "+ns) || !strings.Contains(body, "forbidden") {
 		t.Errorf("/readyz: %d %q", code, body)
 	}
-	_ = p.stop(syscall.SIGTERM)
+	p.stopOK(syscall.SIGTERM)
 
 	// A watch that sees no event nor bookmark for stallAfter makes /readyz fail,
 	// saying which.
@@ -129,7 +129,7 @@ rules:
 		code, body := get(t, "http://"+stallAddr+"/readyz")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "not ready: configmaps.v1 in namespace "+ns+": no event or bookmark for")
 	})
-	_ = p2.stop(syscall.SIGTERM)
+	p2.stopOK(syscall.SIGTERM)
 
 	// The port is taken: a clear error at start, exit 1.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

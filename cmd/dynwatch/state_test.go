@@ -95,13 +95,30 @@ func (p *proc) waitLog(what string, timeout time.Duration) {
 // stop sends sig and waits for the exit.
 func (p *proc) stop(sig syscall.Signal) error {
 	p.t.Helper()
-	_ = p.cmd.Process.Signal(sig)
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("signal %s: %v", sig, err)
+	}
+	return p.wait(40*time.Second, sig.String())
+}
+
+// wait waits for the exit, at most timeout after what.
+func (p *proc) wait(timeout time.Duration, what string) error {
+	p.t.Helper()
 	select {
 	case err := <-p.exited:
 		return err
-	case <-time.After(40 * time.Second):
-		p.t.Fatalf("dynwatch still running 40s after %s", sig)
+	case <-time.After(timeout):
+		p.t.Fatalf("dynwatch still running %s after %s:\n%s", timeout, what, p.stderr.String())
 		return nil
+	}
+}
+
+// stopOK sends sig and requires exit 0: a stop with every event delivered or
+// kept on disk.
+func (p *proc) stopOK(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.stop(sig); err != nil {
+		p.t.Errorf("dynwatch exited with %v after %s, want exit 0:\n%s", err, sig, p.stderr.String())
 	}
 }
 
@@ -214,7 +231,7 @@ rules:
 	third := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
 	third.waitLog("state: compared with the records", 30*time.Second)
 	time.Sleep(time.Second)
-	_ = third.stop(syscall.SIGTERM)
+	third.stopOK(syscall.SIGTERM)
 	if n := len(third.payloads()); n != 0 {
 		t.Errorf("a restart with nothing changed fired %d events: %+v", n, third.payloads())
 	}
@@ -287,8 +304,9 @@ rules:
 		log := first.stderr.String()
 		return strings.Contains(log, "action failing") && strings.Count(log, `msg="rule matched"`) >= 10
 	})
-	_ = first.cmd.Process.Signal(syscall.SIGKILL)
-	<-first.exited
+	if err := first.stop(syscall.SIGKILL); exitCode(err) != -1 {
+		t.Fatalf("kill -9: exit %v", err)
+	}
 	mu.Lock()
 	if len(delivered) != 0 {
 		t.Fatalf("delivered while the receiver was down: %v", delivered)
@@ -300,7 +318,7 @@ rules:
 	second := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
 	second.waitLog("delivering events left from the last run first", 30*time.Second)
 	waitFor("10 events (5 adds, 5 updates) delivered", func() bool { mu.Lock(); defer mu.Unlock(); return len(delivered) >= 10 })
-	_ = second.stop(syscall.SIGTERM)
+	second.stopOK(syscall.SIGTERM)
 	mu.Lock()
 	defer mu.Unlock()
 	adds, updates := 0, 0
@@ -334,7 +352,7 @@ actions: [{name: out, log: {}}]
 rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [default], actions: [out]}]
 `, statePath))
 	p := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
-	err := <-p.exited
+	err := p.wait(30*time.Second, "start on an unreadable state file")
 	if code := exitCode(err); code != exitFailure {
 		t.Errorf("exit %d, want 1", code)
 	}
@@ -350,7 +368,7 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 
 	// A second process on the same state file refuses to start.
 	second := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
-	err = <-second.exited
+	err = second.wait(30*time.Second, "start on a state file in use")
 	if code := exitCode(err); code != exitFailure || !strings.Contains(second.stderr.String(), "in use by another dynwatch process") {
 		t.Errorf("second process: exit %d\n%s", code, second.stderr.String())
 	}
@@ -361,7 +379,7 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 	again := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig, "--reset-state")
 	again.waitLog("state reset: starting over", 10*time.Second)
 	again.waitLog("objectRecords=", 10*time.Second)
-	_ = again.stop(syscall.SIGTERM)
+	again.stopOK(syscall.SIGTERM)
 }
 
 func exitCode(err error) int {
@@ -442,18 +460,18 @@ rules:
 
 	plain := startProc(t, "run", "--config", plainCfg, "--kubeconfig", cp.Kubeconfig)
 	plainList := plain.syncedAfter(2 * time.Minute)
-	_ = plain.stop(syscall.SIGTERM)
+	plain.stopOK(syscall.SIGTERM)
 
 	baseline := startProc(t, "run", "--config", stateCfg, "--kubeconfig", cp.Kubeconfig)
 	baseline.waitLog("state: baseline recorded", 2*time.Minute)
 	baselineList := baseline.syncedAfter(2 * time.Minute)
-	_ = baseline.stop(syscall.SIGTERM)
+	baseline.stopOK(syscall.SIGTERM)
 
 	restart := startProc(t, "run", "--config", stateCfg, "--kubeconfig", cp.Kubeconfig)
 	restart.waitLog("objects=10000 replayed=0", 2*time.Minute)
 	diffList := restart.syncedAfter(2 * time.Minute)
 	time.Sleep(time.Second)
-	_ = restart.stop(syscall.SIGTERM)
+	restart.stopOK(syscall.SIGTERM)
 	if got := restart.payloads(); len(got) != 0 {
 		t.Errorf("a restart over %d unchanged objects fired %d events", n, len(got))
 	}
