@@ -313,14 +313,21 @@ func run(t testing.TB, file *plan.File, dc *dyninformer.Client, disc discovery.D
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{w: w, out: out, logs: logs, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- w.Run(ctx) }()
-	t.Cleanup(r.stop)
+	t.Cleanup(func() {
+		if err := r.stop(); err != nil {
+			t.Errorf("the watcher's Run: %v", err)
+		}
+	})
 	return r
 }
 
-func (r *running) stop() {
+// stop ends the watcher's run and returns what Run returned; it is called
+// once, when the test ends.
+func (r *running) stop() error {
 	r.cancel()
 	select {
-	case <-r.done:
+	case err := <-r.done:
+		return err
 	case <-time.After(30 * time.Second):
 		panic("watcher did not stop within 30s")
 	}

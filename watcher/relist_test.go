@@ -202,8 +202,17 @@ func runWithState(t *testing.T, cp *testenv.Env, config, dbPath string, wrap fun
 	stop := func() {
 		once.Do(func() {
 			cancel()
-			<-done
-			_ = store.Close()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("the watcher's Run: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the watcher did not stop within 30s")
+			}
+			if err := store.Close(); err != nil {
+				t.Errorf("close the state file: %v", err)
+			}
 		})
 	}
 	t.Cleanup(stop)
