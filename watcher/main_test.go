@@ -333,6 +333,30 @@ func (r *running) stop() error {
 	}
 }
 
+// settle waits for the payload of the object named sentinel, created after
+// the events under test in the same watch (so everything the watch saw
+// before it has been handled), then for the action's queue to empty (so
+// everything handled has been delivered). It returns the payloads but the
+// sentinel's: a check that nothing else fired can then not pass by being early.
+func (r *running) settle(t testing.TB, action, sentinel string) []event.Payload {
+	t.Helper()
+	r.out.waitMatch(t, "the sentinel "+sentinel, eventWait, func(p event.Payload) bool { return p.Name == sentinel })
+	r.quiet(t, action)
+	var out []event.Payload
+	for _, p := range r.out.snapshot() {
+		if p.Name != sentinel {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// quiet waits until nothing is queued or in flight on the action.
+func (r *running) quiet(t testing.TB, action string) {
+	t.Helper()
+	waitUntil(t, "the "+action+" queue to empty", eventWait, func() bool { return r.w.Queue(action).Len() == 0 })
+}
+
 type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
