@@ -27,11 +27,12 @@ type receiver struct {
 	up        atomic.Bool
 	mu        sync.Mutex
 	delivered []event.Payload
+	attempted map[string]bool // ids, also those refused
 }
 
 func newReceiver(t *testing.T) *receiver {
 	t.Helper()
-	r := &receiver{}
+	r := &receiver{attempted: map[string]bool{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		var pl event.Payload
 		if err := json.NewDecoder(req.Body).Decode(&pl); err != nil {
@@ -39,6 +40,7 @@ func newReceiver(t *testing.T) *receiver {
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		r.attempted[pl.ID] = true
 		if !r.up.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return

@@ -4,15 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -242,26 +239,14 @@ func keys[V any](m map[string]V) []string {
 	return ks
 }
 
-// kill -9 while the receiver is down and events are queued; restarted with the
-// receiver up, every event arrives, with the same ids (duplicates allowed).
+// kill -9 while the receiver is down and events are queued on disk; restarted
+// with the receiver up, every event arrives as it was kept (same id and body,
+// not a replay re-found by the diff), duplicates allowed.
 func TestKillNineLosesNoEvent(t *testing.T) {
 	d, ns := setupTail(t)
-	var up atomic.Bool
-	var mu sync.Mutex
-	attempted, delivered := map[string]bool{}, map[string]int{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Dynwatch-Event-Id")
-		mu.Lock()
-		defer mu.Unlock()
-		attempted[id] = true
-		if !up.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		delivered[id]++
-	}))
-	defer srv.Close()
+	recv := newReceiver(t)
 	dir := t.TempDir()
+	statePath := filepath.Join(dir, "state.db")
 	cfg := writeConfig(t, dir, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
 state: {path: %s}
 actions:
@@ -273,8 +258,8 @@ rules:
     resources: [{group: tail.example.com, resource: gadgets}]
     namespaces: [%s]
     actions: [hook]
-`, filepath.Join(dir, "state.db"), srv.URL, ns))
-	first := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig, "--log-level", "debug")
+`, statePath, recv.srv.URL, ns))
+	first := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
 	first.waitLog("state: baseline recorded", 30*time.Second)
 	for i := range 5 {
 		name := fmt.Sprint("k", i)
@@ -283,54 +268,66 @@ rules:
 		}
 		setN(t, d, ns, name, 1)
 	}
-	// The first event is being retried; the others wait behind it.
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; attempted %v\nfirst:\n%s", what, keys(attempted), first.stderr.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	// The receiver is down: the action probes one event at a time while the
-	// others wait on disk. Kill once every event has been seen.
-	waitFor("the action to fail and every event to be seen", func() bool {
-		log := first.stderr.String()
-		return strings.Contains(log, "action failing") && strings.Count(log, `msg="rule matched"`) >= 10
-	})
+	// others wait on disk. Kill once the file holds all ten.
+	var kept []event.Payload
+	waitUntil(t, "the action to fail and ten events on disk", 30*time.Second, func() bool {
+		kept = pendingOnDisk(t, statePath, "hook")
+		return len(kept) == 10 && strings.Contains(first.stderr.String(), "action failing")
+	}, first.stderr.String)
 	if err := first.stop(syscall.SIGKILL); exitCode(err) != -1 {
 		t.Fatalf("kill -9: exit %v", err)
 	}
-	mu.Lock()
-	if len(delivered) != 0 {
-		t.Fatalf("delivered while the receiver was down: %v", delivered)
+	if got := recv.payloads(); len(got) != 0 {
+		t.Fatalf("delivered while the receiver was down: %+v", got)
 	}
-	before := keys(attempted)
-	mu.Unlock()
+	recv.mu.Lock()
+	before := keys(recv.attempted)
+	recv.mu.Unlock()
 
-	up.Store(true)
+	recv.up.Store(true)
 	second := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
 	second.waitLog("delivering events left from the last run first", 30*time.Second)
-	waitFor("10 events (5 adds, 5 updates) delivered", func() bool { mu.Lock(); defer mu.Unlock(); return len(delivered) >= 10 })
+	delivered := func() map[string][]event.Payload {
+		m := map[string][]event.Payload{}
+		for _, p := range recv.payloads() {
+			m[p.ID] = append(m[p.ID], p)
+		}
+		return m
+	}
+	waitUntil(t, "the ten kept events delivered", 30*time.Second, func() bool {
+		m := delivered()
+		for _, k := range kept {
+			if len(m[k.ID]) == 0 {
+				return false
+			}
+		}
+		return true
+	}, second.stderr.String)
 	second.stopOK(syscall.SIGTERM)
-	mu.Lock()
-	defer mu.Unlock()
+	got := delivered()
 	adds, updates := 0, 0
-	for id := range delivered {
+	for _, k := range kept {
 		switch {
-		case strings.HasSuffix(id, ":add"):
+		case strings.HasSuffix(k.ID, ":add"):
 			adds++
-		case strings.HasSuffix(id, ":update"):
+		case strings.HasSuffix(k.ID, ":update"):
 			updates++
+		}
+		for _, p := range got[k.ID] {
+			if p.Replay || p.Type != k.Type || p.Name != k.Name || string(p.Object) != string(k.Object) {
+				t.Errorf("kept event %s arrived as replay=%v %s %s, want it as it was kept: replay=false %s %s", k.ID, p.Replay, p.Type, p.Name, k.Type, k.Name)
+			}
 		}
 	}
 	if adds != 5 || updates != 5 {
-		t.Errorf("delivered %d adds and %d updates, want 5 and 5: %v", adds, updates, keys(delivered))
+		t.Errorf("kept %d adds and %d updates, want 5 and 5: %v", adds, updates, keys(got))
+	}
+	if len(got) != len(kept) {
+		t.Errorf("delivered %d distinct events, want the %d kept: %v", len(got), len(kept), keys(got))
 	}
 	for _, id := range before {
-		if delivered[id] == 0 {
+		if len(got[id]) == 0 {
 			t.Errorf("event %s, attempted before the kill, never arrived (ids must be stable)", id)
 		}
 	}
