@@ -21,10 +21,12 @@ import (
 )
 
 // receiver is a webhook receiver that is down (503) until up is set, and
-// records the body of every delivery it accepted, in arrival order.
+// records the body of every delivery it accepted, in arrival order; slow
+// makes it take a moment per delivery.
 type receiver struct {
 	srv       *httptest.Server
 	up        atomic.Bool
+	slow      atomic.Bool // each accepted delivery takes 200ms
 	mu        sync.Mutex
 	delivered []event.Payload
 	attempted map[string]bool // ids, also those refused
@@ -37,6 +39,9 @@ func newReceiver(t *testing.T) *receiver {
 		var pl event.Payload
 		if err := json.NewDecoder(req.Body).Decode(&pl); err != nil {
 			t.Errorf("a delivery that is not a payload: %v", err)
+		}
+		if r.slow.Load() && r.up.Load() {
+			time.Sleep(200 * time.Millisecond)
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
