@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/dynwatch/dynwatch/config"
@@ -169,56 +170,58 @@ rules: [{name: r, resources: [{kind: ConfigMap}], actions: [x]}]
 // A queue handed off to new settings keeps its backlog in order ahead of what
 // the new queue got meanwhile, and an event enqueued into the old queue after
 // it has stopped (a handler that still held the old pipeline) reaches the new
-// one instead of being dropped.
+// one instead of being dropped. It runs on a fake clock (testing/synctest).
 func TestHandOffKeepsOrderAndForwards(t *testing.T) {
-	var mu sync.Mutex
-	var got []int
-	up := make(chan struct{})
-	sender := senderFunc(func(ctx context.Context, d *event.Delivery) error {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var got []int
+		up := make(chan struct{})
+		sender := senderFunc(func(ctx context.Context, d *event.Delivery) error {
+			select {
+			case <-up:
+			default:
+				return errors.New("receiver down")
+			}
+			var seq struct{ Seq int }
+			_ = json.Unmarshal(d.Payload.Object, &seq)
+			mu.Lock()
+			got = append(got, seq.Seq)
+			mu.Unlock()
+			return nil
+		})
+		retry := Retry{Max: 1000, Initial: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}
+		old := NewQueue("hook", sender, QueueOptions{Retry: retry})
+		oldDone := make(chan struct{})
+		go func() {
+			if err := old.Run(context.Background(), time.Second); err != nil {
+				t.Errorf("the old queue's Run: %v", err)
+			}
+			close(oldDone)
+		}()
+		for seq := range 3 {
+			old.Enqueue(delivery("obj", seq))
+		}
+		next := NewQueue("hook", sender, QueueOptions{Retry: retry})
+		old.HandOff(next)
+		next.Enqueue(delivery("obj", 3)) // the new pipeline's first event
+		runQueue(t, next)
 		select {
-		case <-up:
-		default:
-			return errors.New("receiver down")
+		case <-oldDone:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the handed-off queue's Run did not return within 10s")
 		}
-		var seq struct{ Seq int }
-		_ = json.Unmarshal(d.Payload.Object, &seq)
+		if !old.Enqueue(delivery("obj", 4)) { // late, through the old pipeline
+			t.Fatal("an event enqueued into a handed-off queue was refused")
+		}
+		close(up)
+		waitFor(t, "five deliveries", 10*time.Second, func() bool { return next.Stats().Delivered == 5 })
 		mu.Lock()
-		got = append(got, seq.Seq)
-		mu.Unlock()
-		return nil
-	})
-	retry := Retry{Max: 1000, Initial: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}
-	old := NewQueue("hook", sender, QueueOptions{Retry: retry})
-	oldDone := make(chan struct{})
-	go func() {
-		if err := old.Run(context.Background(), time.Second); err != nil {
-			t.Errorf("the old queue's Run: %v", err)
+		defer mu.Unlock()
+		if fmt.Sprint(got) != "[0 1 2 3 4]" {
+			t.Errorf("delivered in order %v, want [0 1 2 3 4]", got)
 		}
-		close(oldDone)
-	}()
-	for seq := range 3 {
-		old.Enqueue(delivery("obj", seq))
-	}
-	next := NewQueue("hook", sender, QueueOptions{Retry: retry})
-	old.HandOff(next)
-	next.Enqueue(delivery("obj", 3)) // the new pipeline's first event
-	runQueue(t, next)
-	select {
-	case <-oldDone:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the handed-off queue's Run did not return within 10s")
-	}
-	if !old.Enqueue(delivery("obj", 4)) { // late, through the old pipeline
-		t.Fatal("an event enqueued into a handed-off queue was refused")
-	}
-	close(up)
-	waitFor(t, "five deliveries", 10*time.Second, func() bool { return next.Stats().Delivered == 5 })
-	mu.Lock()
-	defer mu.Unlock()
-	if fmt.Sprint(got) != "[0 1 2 3 4]" {
-		t.Errorf("delivered in order %v, want [0 1 2 3 4]", got)
-	}
-	if st := old.Stats(); st.Dropped != 0 || st.Abandoned != 0 {
-		t.Errorf("the old queue dropped or abandoned events: %+v", st)
-	}
+		if st := old.Stats(); st.Dropped != 0 || st.Abandoned != 0 {
+			t.Errorf("the old queue dropped or abandoned events: %+v", st)
+		}
+	})
 }
