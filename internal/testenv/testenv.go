@@ -146,7 +146,6 @@ func start(opts Options) (env *Env, err error) {
 			e.Stop()
 		}
 	}()
-
 	ports, err := opts.ports(3)
 	if err != nil {
 		return nil, err
