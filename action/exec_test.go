@@ -157,7 +157,11 @@ func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, _ := strconv.Atoi(string(raw))
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || pid <= 1 {
+		// pid 0 or -1 would make the checks below target the test's own process group.
+		t.Fatalf("the helper wrote no pid (%q): %v", raw, err)
+	}
 	waitFor(t, "the grandchild to die", 5*time.Second, func() bool {
 		// Reap it if it is our zombie; kill -0 fails once it is gone.
 		var ws syscall.WaitStatus

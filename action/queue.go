@@ -84,6 +84,7 @@ type Stats struct {
 	Dropped   uint64 // refused because the queue was full
 	Abandoned uint64 // still queued when the shutdown grace period ended
 	Outages   uint64 // times the action went down (its receiver failing)
+	Peak      uint64 // the most deliveries queued at once, in flight included
 }
 
 // item is one delivery in the queue with its attempts so far.
@@ -138,6 +139,7 @@ type Queue struct {
 	handedOff chan struct{} // closed when Run has returned
 
 	enqueued, delivered, retries, failed, dropped, abandoned, outages atomic.Uint64
+	peak                                                              atomic.Uint64 // written under mu
 }
 
 // health is whether the action's receiver is down, and its probe schedule.
@@ -222,6 +224,9 @@ func (q *Queue) Enqueue(d *event.Delivery) bool {
 		q.ready = append(q.ready, d.Key)
 	}
 	q.total++
+	if n := uint64(q.total); n > q.peak.Load() {
+		q.peak.Store(n)
+	}
 	if q.health.down {
 		q.health.waiting = max(q.health.waiting, q.total)
 	}
@@ -258,6 +263,7 @@ func (q *Queue) Stats() Stats {
 		Dropped:   q.dropped.Load(),
 		Abandoned: q.abandoned.Load(),
 		Outages:   q.outages.Load(),
+		Peak:      q.peak.Load(),
 	}
 }
 

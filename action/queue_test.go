@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/dynwatch/dynwatch/config"
@@ -62,7 +63,12 @@ func runQueue(t *testing.T, q *Queue) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { _ = q.Run(ctx, 5*time.Second); close(done) }()
+	go func() {
+		if err := q.Run(ctx, 5*time.Second); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		close(done)
+	}()
 	t.Cleanup(func() { cancel(); <-done })
 }
 
@@ -304,44 +310,49 @@ func TestQueueOverflow(t *testing.T) {
 }
 
 // On shutdown, queued events are delivered for up to the grace period; what is
-// left after it is logged by event id.
+// left after it is logged by event id. On a fake clock (testing/synctest):
+// at 100ms a delivery, a 350ms grace delivers exactly three.
 func TestShutdownGrace(t *testing.T) {
-	var logs logBuffer
-	var delivered atomic.Int64
-	q := NewQueue("slow", senderFunc(func(ctx context.Context, d *event.Delivery) error {
-		select {
-		case <-time.After(100 * time.Millisecond):
-			delivered.Add(1)
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
+	synctest.Test(t, func(t *testing.T) {
+		var logs logBuffer
+		var delivered atomic.Int64
+		q := NewQueue("slow", senderFunc(func(ctx context.Context, d *event.Delivery) error {
+			select {
+			case <-time.After(100 * time.Millisecond):
+				delivered.Add(1)
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}), QueueOptions{Concurrency: 1, Logger: logs.logger()})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- q.Run(ctx, 350*time.Millisecond) }()
+		for i := range 10 {
+			q.Enqueue(delivery("o", i))
 		}
-	}), QueueOptions{Concurrency: 1, Logger: logs.logger()})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = q.Run(ctx, 350*time.Millisecond); close(done) }()
-	for i := range 10 {
-		q.Enqueue(delivery("o", i))
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after the grace period")
-	}
-	n := delivered.Load()
-	if n < 1 || n > 4 {
-		t.Errorf("delivered %d in a 350ms grace at 100ms each, want 1 to 4", n)
-	}
-	st := q.Stats()
-	if st.Abandoned != uint64(10-n) {
-		t.Errorf("abandoned %d, want %d", st.Abandoned, 10-n)
-	}
-	for i := n; i < 10; i++ {
-		if !strings.Contains(logs.String(), fmt.Sprintf("id=uid-o:%d:update", i)) {
-			t.Errorf("event %d not logged as undelivered:\n%s", i, logs.String())
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
 		}
-	}
+		if took := time.Since(start); took != 350*time.Millisecond {
+			t.Errorf("Run returned %s after the stop, want the grace, 350ms", took)
+		}
+		n := delivered.Load()
+		if n != 3 {
+			t.Errorf("delivered %d in a 350ms grace at 100ms each, want 3", n)
+		}
+		st := q.Stats()
+		if st.Abandoned != uint64(10-n) {
+			t.Errorf("abandoned %d, want %d", st.Abandoned, 10-n)
+		}
+		for i := n; i < 10; i++ {
+			if !strings.Contains(logs.String(), fmt.Sprintf("id=uid-o:%d:update", i)) {
+				t.Errorf("event %d not logged as undelivered:\n%s", i, logs.String())
+			}
+		}
+	})
 }
 
 type senderFunc func(context.Context, *event.Delivery) error

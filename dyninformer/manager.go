@@ -78,6 +78,7 @@ type Manager struct {
 	handler Handler
 	log     *slog.Logger
 	now     func() time.Time
+	resyncs atomic.Uint64 // resyncs handed over by informers and dropped
 
 	mu      sync.Mutex
 	ctx     context.Context // set while Run runs
@@ -480,12 +481,17 @@ func (m *Manager) event(e *entry, t event.Type, obj, oldObj any) *event.Event {
 			return nil
 		}
 		if old.resourceVersion == o.resourceVersion {
+			m.resyncs.Add(1)
 			return nil // a resync: nothing changed, nothing fires
 		}
 		oldJSON = old.raw
 	}
 	return event.New(t, e.watch.Resource, o.raw, oldJSON, m.now())
 }
+
+// Resyncs returns how many resyncs (an object handed over again unchanged)
+// the informers made; they fire nothing.
+func (m *Manager) Resyncs() uint64 { return m.resyncs.Load() }
 
 // Status is one watch's health, for /readyz and metrics.
 type Status struct {

@@ -215,8 +215,10 @@ func TestInformerLifecycle(t *testing.T) {
 	checkObject(t, upd.Object)
 	checkObject(t, upd.OldObject)
 
-	// Resyncs (every 200ms here) hand the cache over again: no events.
-	time.Sleep(700 * time.Millisecond)
+	// Resyncs (every 200ms here) hand the cache over again: no events. Wait
+	// until both objects left have been handed over again twice since.
+	resynced := m.Resyncs()
+	testenv.WaitFor(t, "two resyncs of the cache", 10*time.Second, func() bool { return m.Resyncs() >= resynced+4 })
 	if n := len(col.events()); n != 5 {
 		t.Errorf("%d events after resyncs, want still 5", n)
 	}

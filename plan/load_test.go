@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dynwatch/dynwatch/config"
 )
@@ -75,18 +76,19 @@ rules:
 		t.Fatal(err)
 	}
 	a := f.Config.Actions[0]
+	// The documented defaults, as literals: a changed constant must fail here.
 	checks := []struct {
 		name      string
 		got, want any
 	}{
-		{"queueSize", a.QueueSize, config.DefaultQueueSize},
-		{"concurrency", a.Concurrency, config.DefaultConcurrency},
+		{"queueSize", a.QueueSize, 10000},
+		{"concurrency", a.Concurrency, 4},
 		{"method", a.Webhook.Method, "POST"},
-		{"timeout", a.Webhook.Timeout.Std(), config.DefaultWebhookTO},
-		{"retry.max", *a.Webhook.Retry.Max, config.DefaultRetryMax},
-		{"retry.initialBackoff", a.Webhook.Retry.InitialBackoff.Std(), config.DefaultInitialBO},
-		{"retry.maxBackoff", a.Webhook.Retry.MaxBackoff.Std(), config.DefaultMaxBO},
-		{"shutdownGrace", f.Config.ShutdownGrace.Std(), config.DefaultShutdownGrace},
+		{"timeout", a.Webhook.Timeout.Std(), 10 * time.Second},
+		{"retry.max", *a.Webhook.Retry.Max, 10},
+		{"retry.initialBackoff", a.Webhook.Retry.InitialBackoff.Std(), time.Second},
+		{"retry.maxBackoff", a.Webhook.Retry.MaxBackoff.Std(), 5 * time.Minute},
+		{"shutdownGrace", f.Config.ShutdownGrace.Std(), 30 * time.Second},
 		{"onStart without state", f.Rules[0].OnStart, config.OnStartNone},
 		{"namespaces from defaults, sorted", strings.Join(f.Rules[0].Namespaces, ","), "a,b"},
 		{"redact default kind", f.Config.Redact[0].Kind, "Secret"},

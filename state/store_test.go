@@ -119,7 +119,7 @@ func TestFileSizeUnderChurn(t *testing.T) {
 		}
 		// Every object is deleted again and every event delivered.
 		for batch := range 100 {
-			_ = s.Update(func(tx *Tx) error {
+			err := s.Update(func(tx *Tx) error {
 				for i := range 100 {
 					if err := tx.Delete("g/r/", fmt.Sprintf("r%d-b%d-%d", round, batch, i)); err != nil {
 						return err
@@ -127,6 +127,9 @@ func TestFileSizeUnderChurn(t *testing.T) {
 				}
 				return nil
 			})
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := s.Done("hook", seqs...); err != nil {
 			t.Fatal(err)
@@ -188,17 +191,22 @@ func TestMigrateFormat1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_ = s.View(func(tx *Tx) error {
+	err = s.View(func(tx *Tx) error {
 		if got := fmt.Sprint(tx.Scopes()); got != "[/configmaps apps/deployments]" {
 			t.Errorf("scopes after migration: %s", got)
 		}
 		n := 0
-		_ = tx.ForEach("/configmaps", func(string, *Record) error { n++; return nil })
+		if err := tx.ForEach("/configmaps", func(string, *Record) error { n++; return nil }); err != nil {
+			return err
+		}
 		if n != 2 {
 			t.Errorf("%d configmap records, want 2", n)
 		}
 		return nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestPendingJSONKeepsThePayloadAsItIs: the queue entry decodes as a Pending
@@ -245,7 +253,9 @@ func TestPutSkipsAnUnchangedRecord(t *testing.T) {
 		t.Errorf("the same record wrote %d pages, a changed one %d: the same should write fewer", same, changed)
 	}
 	var got *Record
-	_ = s.View(func(tx *Tx) error { got, _ = tx.Get("apps/deployments", "u1"); return nil })
+	if err := s.View(func(tx *Tx) (err error) { got, err = tx.Get("apps/deployments", "u1"); return err }); err != nil {
+		t.Fatal(err)
+	}
 	if got == nil || got.ResourceVersion != "2" {
 		t.Errorf("record = %+v, want version 2", got)
 	}

@@ -3,8 +3,10 @@ package watcher
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,6 +164,15 @@ func TestForbiddenResourceDoesNotStopOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := env.UserConfig(cmOnlyToken)
+	var secretAttempts atomic.Int64 // lists and watches of the forbidden secrets
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if strings.HasSuffix(req.URL.Path, "/namespaces/"+ns+"/secrets") {
+				secretAttempts.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
 	file, err := plan.Parse("t.yaml", []byte(fmt.Sprintf(`
 apiVersion: dynwatch/v1alpha1
 actions: [{name: stdout, log: {}}]
@@ -190,7 +201,10 @@ rules:
 	if got[0].Name != "visible" || got[0].Resource.Resource != "configmaps" {
 		t.Errorf("payload = %+v", got[0])
 	}
-	time.Sleep(3 * time.Second) // several retries of the forbidden watch
+	// Several retries of the forbidden list, each refused again.
+	tried := secretAttempts.Load()
+	waitUntil(t, "three more attempts at the forbidden secrets", 30*time.Second, func() bool { return secretAttempts.Load() >= tried+3 })
+	r.quiet(t, "stdout")
 	logs := r.logs.String()
 	if n := strings.Count(logs, "cannot watch resource; retrying with backoff\" resource=\"secrets"); n != 1 {
 		t.Errorf("forbidden reported %d times, want once:\n%s", n, logs)

@@ -313,17 +313,48 @@ func run(t testing.TB, file *plan.File, dc *dyninformer.Client, disc discovery.D
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{w: w, out: out, logs: logs, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- w.Run(ctx) }()
-	t.Cleanup(r.stop)
+	t.Cleanup(func() {
+		if err := r.stop(); err != nil {
+			t.Errorf("the watcher's Run: %v", err)
+		}
+	})
 	return r
 }
 
-func (r *running) stop() {
+// stop ends the watcher's run and returns what Run returned; it is called
+// once, when the test ends.
+func (r *running) stop() error {
 	r.cancel()
 	select {
-	case <-r.done:
+	case err := <-r.done:
+		return err
 	case <-time.After(30 * time.Second):
 		panic("watcher did not stop within 30s")
 	}
+}
+
+// settle waits for the payload of the object named sentinel, created after
+// the events under test in the same watch (so everything the watch saw
+// before it has been handled), then for the action's queue to empty (so
+// everything handled has been delivered). It returns the payloads but the
+// sentinel's: a check that nothing else fired can then not pass by being early.
+func (r *running) settle(t testing.TB, action, sentinel string) []event.Payload {
+	t.Helper()
+	r.out.waitMatch(t, "the sentinel "+sentinel, eventWait, func(p event.Payload) bool { return p.Name == sentinel })
+	r.quiet(t, action)
+	var out []event.Payload
+	for _, p := range r.out.snapshot() {
+		if p.Name != sentinel {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// quiet waits until nothing is queued or in flight on the action.
+func (r *running) quiet(t testing.TB, action string) {
+	t.Helper()
+	waitUntil(t, "the "+action+" queue to empty", eventWait, func() bool { return r.w.Queue(action).Len() == 0 })
 }
 
 type testWriter struct{ t testing.TB }

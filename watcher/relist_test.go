@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -165,7 +166,7 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 	// The next start finds the records exact: nothing to replay.
 	r2, stop2 := runWithState(t, cp, config, dbPath, nil)
 	waitUntil(t, "the comparison with the records", 30*time.Second, func() bool { return r2.w.Synced() && len(r2.w.durable.listingKeys()) == 0 })
-	time.Sleep(500 * time.Millisecond)
+	r2.quiet(t, "out") // what the comparison found is queued by now
 	stop2()
 	if got := r2.out.snapshot(); len(got) != 0 {
 		t.Errorf("the restart replayed %+v", got)
@@ -202,8 +203,17 @@ func runWithState(t *testing.T, cp *testenv.Env, config, dbPath string, wrap fun
 	stop := func() {
 		once.Do(func() {
 			cancel()
-			<-done
-			_ = store.Close()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("the watcher's Run: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the watcher did not stop within 30s")
+			}
+			if err := store.Close(); err != nil {
+				t.Errorf("close the state file: %v", err)
+			}
 		})
 	}
 	t.Cleanup(stop)
@@ -263,7 +273,7 @@ rules: [{name: shifters, resources: [{group: shift.example.com, resource: shifte
 	close(hold.release)
 	waitUntil(t, "the v2 list to be compared", 15*time.Second, func() bool { return r.w.Synced() && len(r.w.durable.listingKeys()) == 0 })
 	r.out.wait(t, 3, eventWait)
-	time.Sleep(500 * time.Millisecond)
+	r.quiet(t, "out") // the comparison is done: what it found is queued
 	got := map[string]string{}
 	for _, p := range r.out.snapshot() {
 		if p.Replay {
@@ -276,12 +286,25 @@ rules: [{name: shifters, resources: [{group: shift.example.com, resource: shifte
 	}
 }
 
-// With state, memory holds a window of each action's queue (its queueSize)
-// while the receiver is down; the rest waits on disk, and everything arrives,
-// once and in order per object, when the receiver is back, also after a
-// restart with a backlog larger than the window.
+// With state, memory holds a window of each action's queue (its queueSize,
+// at most 1 000) while the receiver is down; the rest waits on disk, and
+// everything arrives, once and in order per object, when the receiver is
+// back, also after a restart with a backlog larger than the window. The
+// window is checked by the queue's high-water mark, not by sampling.
 func TestStateKeepsMemoryBounded(t *testing.T) {
-	const objects, window = 120, 20
+	for _, c := range []struct {
+		name               string
+		queueSize, objects int
+		window             int // the documented bound
+	}{
+		{"queueSize 20", 20, 60, 20},
+		{"queueSize 5000 holds 1000", 5000, 600, 1000},
+	} {
+		t.Run(c.name, func(t *testing.T) { testMemoryBounded(t, c.queueSize, c.objects, c.window) })
+	}
+}
+
+func testMemoryBounded(t *testing.T, queueSize, objects, window int) {
 	ns := namespace(t)
 	rc := newReceiver(t)
 	rc.down.Store(true)
@@ -291,38 +314,77 @@ state: {path: %s}
 shutdownGrace: 100ms
 actions: [{name: hook, queueSize: %d, webhook: {url: %q, retry: {max: 1000, initialBackoff: 50ms, maxBackoff: 200ms}}}]
 rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [hook]}]
-`, dbPath, window, rc.srv.URL, ns)
+`, dbPath, queueSize, rc.srv.URL, ns)
+	onDisk := func(r *running, n int) {
+		t.Helper()
+		var counts map[string]int
+		waitUntil(t, fmt.Sprintf("%d events on disk", n), 2*eventWait, func() bool {
+			var err error
+			if counts, err = r.w.durable.store.PendingActions(); err != nil {
+				t.Fatal(err)
+			}
+			return counts["hook"] == n
+		})
+	}
 	r, stop := runWithState(t, env, config, dbPath, nil)
 	waitUntil(t, "the baseline", 30*time.Second, func() bool { return r.w.Synced() && len(r.w.durable.listingKeys()) == 0 })
-	peak := 0
-	for i := range objects / 2 {
-		create(t, cmGVR, ns, configMap(ns, fmt.Sprint("cm-", i), nil))
-		peak = max(peak, r.w.Queue("hook").Len())
-	}
-	waitUntil(t, "the events on disk", eventWait, func() bool {
-		n, _ := r.w.durable.store.PendingActions()
-		peak = max(peak, r.w.Queue("hook").Len())
-		return n["hook"] == objects/2
-	})
-	stop() // a restart with a backlog three times the window
+	addAndUpdate(t, ns, 0, objects/2) // two events per object: their order counts
+	onDisk(r, objects)
+	first := r.w.Queue("hook").Stats()
+	stop() // a restart with a backlog as large as the window or larger
 	r2, _ := runWithState(t, env, config, dbPath, nil)
-	for i := objects / 2; i < objects; i++ {
-		create(t, cmGVR, ns, configMap(ns, fmt.Sprint("cm-", i), nil))
-		peak = max(peak, r2.w.Queue("hook").Len())
-	}
-	time.Sleep(time.Second)
-	peak = max(peak, r2.w.Queue("hook").Len())
-	if peak > window {
-		t.Errorf("memory held %d deliveries, more than the window of %d", peak, window)
+	waitUntil(t, "the comparison with the records", 30*time.Second, func() bool { return r2.w.Synced() && len(r2.w.durable.listingKeys()) == 0 })
+	addAndUpdate(t, ns, objects/2, objects)
+	onDisk(r2, 2*objects)
+	second := r2.w.Queue("hook").Stats()
+	if first.Peak > uint64(window) || second.Peak != uint64(window) || first.Dropped+second.Dropped != 0 {
+		t.Errorf("memory held at most %d deliveries, then %d after the restart, %d dropped; want at most %d, then exactly %d, none dropped",
+			first.Peak, second.Peak, first.Dropped+second.Dropped, window, window)
 	}
 	rc.down.Store(false)
-	waitUntil(t, "every event", eventWait, func() bool { return len(rc.payloads()) >= objects })
-	time.Sleep(300 * time.Millisecond)
-	ids := map[string]int{}
+	waitUntil(t, "every event", 2*eventWait, func() bool { return len(rc.payloads()) >= 2*objects })
+	r2.quiet(t, "hook")
+	seq := map[string]string{}
 	for _, p := range rc.payloads() {
-		ids[p.Name]++
+		seq[p.Name] += string(p.Type) + " "
 	}
-	if len(ids) != objects || len(rc.payloads()) != objects {
-		t.Errorf("%d payloads for %d objects (%d distinct): duplicates or losses", len(rc.payloads()), objects, len(ids))
+	if len(seq) != objects || len(rc.payloads()) != 2*objects {
+		t.Errorf("%d payloads for %d objects (%d distinct): duplicates or losses", len(rc.payloads()), objects, len(seq))
+	}
+	for name, got := range seq {
+		if got != "add update " {
+			t.Errorf("%s: delivered %q, want add then update", name, got)
+		}
+	}
+}
+
+// addAndUpdate creates ConfigMaps cm-from … cm-(to-1) and then labels each,
+// eight at a time.
+func addAndUpdate(t *testing.T, ns string, from, to int) {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 2000, 4000
+	cms := dynamic.NewForConfigOrDie(cfg).Resource(cmGVR).Namespace(ns)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := from + w; i < to; i += 8 {
+				name := fmt.Sprint("cm-", i)
+				if _, err := cms.Create(context.Background(), unstructuredOf(configMap(ns, name, nil)), metav1.CreateOptions{}); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := cms.Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"labels":{"updated":"yes"}}}`), metav1.PatchOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/plan"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -86,10 +88,14 @@ func TestReloadKeepsTheBacklogOfAChangedAction(t *testing.T) {
 		create(t, cmGVR, ns, configMap(ns, fmt.Sprint("after-", i), nil))
 	}
 	mutate(t, cmGVR, ns, "before-0", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"x": "1"}) })
-	time.Sleep(time.Second) // past the shutdown grace: the old settings' queue must not be what keeps them
+	// The old settings' queue has handed its backlog over: it is not what keeps them.
+	waitUntil(t, "the backlog to move to the new settings", eventWait, func() bool {
+		return strings.Contains(r.logs.String(), "action changed: its backlog moves to the new settings, in order")
+	})
 	rc.down.Store(false)
 	waitUntil(t, "every event", eventWait, func() bool { return len(rc.payloads()) >= 11 })
-	time.Sleep(300 * time.Millisecond)
+	// Nothing queued or in flight any more: no further delivery can come.
+	waitUntil(t, "the queue to empty", eventWait, func() bool { return r.w.Queue("hook").Len() == 0 })
 	got := rc.payloads()
 	seen := map[string][]event.Type{}
 	for _, p := range got {
@@ -110,26 +116,44 @@ func TestEventsDuringReloadsAreDelivered(t *testing.T) {
 	ns := namespace(t)
 	rc := newReceiver(t)
 	r := start(t, rc.config(ns, "5s"))
-	done := make(chan struct{})
+	done := make(chan error, 1)
+	var created atomic.Int64
 	go func() {
-		defer close(done)
+		cms := dyn(t).Resource(cmGVR).Namespace(ns)
 		for i := range objects {
-			create(t, cmGVR, ns, configMap(ns, fmt.Sprint("cm-", i), nil))
+			if _, err := cms.Create(context.Background(), &unstructured.Unstructured{Object: configMap(ns, fmt.Sprint("cm-", i), nil)}, metav1.CreateOptions{}); err != nil {
+				done <- err // t.Fatal belongs to the test's goroutine
+				return
+			}
+			created.Add(1)
 		}
+		done <- nil
 	}()
-	reloads := 0
+	// Reloads that came while objects were being created: the ones under test.
+	reloads, during := 0, 0
 	for timeout := 5; ; timeout++ {
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
 		default:
+			n := created.Load()
 			reload(t, r, rc.config(ns, fmt.Sprint(timeout%7+1, "s")))
 			reloads++
+			if n > 0 && created.Load() < objects {
+				during++
+			}
 			time.Sleep(5 * time.Millisecond)
 			continue
 		}
 		break
 	}
+	if during < 10 {
+		t.Fatalf("only %d of %d reloads came while objects were created; the test needs them interleaved", during, reloads)
+	}
 	waitUntil(t, "every add", eventWait, func() bool { return len(rc.payloads()) >= objects })
+	waitUntil(t, "the queue to empty", eventWait, func() bool { return r.w.Queue("hook").Len() == 0 })
 	ids := map[string]bool{}
 	for _, p := range rc.payloads() {
 		ids[p.ID] = true
@@ -140,5 +164,5 @@ func TestEventsDuringReloadsAreDelivered(t *testing.T) {
 	if logs := r.logs.String(); strings.Contains(logs, "action stopped") || strings.Contains(logs, "not delivered") {
 		t.Errorf("events dropped during reloads:\n%s", logs)
 	}
-	t.Logf("%d objects created during %d reloads, all delivered", objects, reloads)
+	t.Logf("%d objects created during %d reloads (%d while creating), all delivered", objects, reloads, during)
 }

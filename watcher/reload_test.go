@@ -150,9 +150,11 @@ rules:
 `)
 	r.out.waitMatch(t, "new-all", eventWait, func(p event.Payload) bool { return p.Rule == "new-all" && p.Name == "existing-other" })
 	r.out.waitMatch(t, "new-all", eventWait, func(p event.Payload) bool { return p.Rule == "new-all" && p.Name == "existing" })
-	time.Sleep(time.Second) // and nothing more
+	// And nothing more: a sentinel created now comes after that list in the
+	// cluster-wide watch.
+	create(t, cmGVR, other, configMap(other, "sentinel", nil))
 	count := map[string]int{}
-	for _, p := range r.out.snapshot() {
+	for _, p := range r.settle(t, "stdout", "sentinel") {
 		if p.Namespace == ns || p.Namespace == other {
 			count[p.Rule+"/"+p.Name]++
 		}

@@ -39,10 +39,10 @@ rules:
 		_ = unstructured.SetNestedField(u.Object, "off", "data", "mode")
 	})
 	remove(t, cmGVR, ns, "app")
+	create(t, cmGVR, ns, configMap(ns, "sentinel", map[string]any{"mode": "on"}))
 
-	got := r.out.wait(t, 3, eventWait)
-	time.Sleep(time.Second) // anything from the other namespace or the non-matching object would be here by now
-	if got := r.out.snapshot(); len(got) != 3 {
+	got := r.settle(t, "stdout", "sentinel")
+	if len(got) != 3 {
 		t.Fatalf("got %d payloads, want 3 (add, update, delete of app): %+v", len(got), got)
 	}
 	uid := string(added.GetUID())
@@ -216,6 +216,7 @@ rules:
 	create(t, widgetGVR, ns, widget(ns, "seven", map[string]any{"size": int64(7), "enabled": true, "name": "web-api"}))
 	create(t, widgetGVR, ns, widget(ns, "five", map[string]any{"size": int64(5), "enabled": false, "name": "api"}))
 	create(t, widgetGVR, ns, widget(ns, "five-str", map[string]any{"size": int64(5), "name": "xapix"}))
+	create(t, widgetGVR, ns, widget(ns, "sentinel", map[string]any{"size": int64(6)}))
 
 	// seven: gt5, enabled, full-match. five: eq-number-5, anchored.
 	// five-str: eq-number-5 (spec.size is an integer field: "5" never matches).
@@ -224,10 +225,8 @@ rules:
 		"five/eq-number-5": true, "five/anchored": true,
 		"five-str/eq-number-5": true,
 	}
-	r.out.wait(t, len(want), eventWait)
-	time.Sleep(time.Second)
 	got := map[string]bool{}
-	for _, p := range r.out.snapshot() {
+	for _, p := range r.settle(t, "stdout", "sentinel") {
 		got[p.Name+"/"+p.Rule] = true
 	}
 	for k := range want {
@@ -257,8 +256,13 @@ rules:
     changed: [spec.replicas]
     fields: {replicas: spec.replicas}
     actions: [stdout]
+  - name: updates
+    resources: [{group: test.dynwatch.io, resource: widgets}]
+    namespaces: [%[1]s]
+    on: [update]
+    actions: [stdout]
 `, ns))
-	// A label change and a spec.label change: no event.
+	// A label change and a spec.label change: no event of scaled (updates fires on every update).
 	mutate(t, widgetGVR, ns, "w", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"x": "y"}) })
 	mutate(t, widgetGVR, ns, "w", func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(u.Object, "b", "spec", "label")
@@ -267,10 +271,23 @@ rules:
 	mutate(t, widgetGVR, ns, "w", func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(u.Object, int64(3), "spec", "replicas")
 	})
-	got := r.out.wait(t, 1, eventWait)
-	// Three resync periods: any resync that fired, or a late label event, shows here.
-	time.Sleep(3500 * time.Millisecond)
-	got = r.out.snapshot()
+	r.out.waitMatch(t, "the scale", eventWait, func(p event.Payload) bool { return p.Rule == "scaled" }) // the label events came before it in the watch
+	// Two resyncs of the object: one that fired would be queued by then.
+	resynced := r.w.Manager().Resyncs()
+	waitUntil(t, "two resyncs", 10*time.Second, func() bool { return r.w.Manager().Resyncs() >= resynced+2 })
+	r.quiet(t, "stdout")
+	var got []event.Payload
+	updates := 0
+	for _, p := range r.out.snapshot() {
+		if p.Rule == "updates" {
+			updates++
+			continue
+		}
+		got = append(got, p)
+	}
+	if updates != 3 {
+		t.Errorf("the rule on every update fired %d times, want 3 (the three writes; resyncs fire nothing)", updates)
+	}
 	if len(got) != 1 {
 		t.Fatalf("got %d payloads, want exactly the scale: %+v", len(got), got)
 	}

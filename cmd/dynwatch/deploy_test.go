@@ -2,7 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dynwatch/dynwatch/discovery"
+	"github.com/dynwatch/dynwatch/internal/testenv"
 	"github.com/dynwatch/dynwatch/plan"
 )
 
@@ -212,12 +213,17 @@ func TestDeployedServiceAccountRuns(t *testing.T) {
 	if err := cp.WriteKubeconfig(kubeconfig, tok.Status.Token); err != nil {
 		t.Fatal(err)
 	}
-	cfg := writeConfig(t, dir, strings.Replace(config, `address: ":8080"`, fmt.Sprintf("address: %q", freeAddr(t)), 1))
+	cfg := writeConfig(t, dir, strings.Replace(config, `address: ":8080"`, `address: "127.0.0.1:0"`, 1))
 	p := startProc(t, "run", "--config", cfg, "--kubeconfig", kubeconfig)
 	p.waitLog("this replica leads; acting", 30*time.Second)
 	p.waitLog("all informers synced", 30*time.Second)
-	time.Sleep(500 * time.Millisecond)
-	_ = p.stop(syscall.SIGTERM)
+	// /readyz names every watch that cannot list or watch: none may be there.
+	readyz := "http://" + servedAddr(p) + "/readyz"
+	testenv.WaitFor(t, "/readyz to be ok", 30*time.Second, func() bool { _, body := get(t, readyz); return strings.HasPrefix(body, "ok") })
+	if code, body := get(t, readyz); code != http.StatusOK || strings.Contains(body, "degraded") {
+		t.Errorf("as its ServiceAccount: /readyz %d %q", code, body)
+	}
+	p.stopOK(syscall.SIGTERM)
 	if log := p.stderr.String(); strings.Contains(log, "cannot watch") || strings.Contains(log, "forbidden") {
 		t.Errorf("as its ServiceAccount dynwatch lacks a permission:\n%s", log)
 	}

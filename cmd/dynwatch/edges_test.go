@@ -92,7 +92,7 @@ rules: [{name: secrets, resources: [{group: "", resource: secrets}], actions: [o
 `)
 	p := startProc(t, "run", "--config", cfg, "--kubeconfig", kubeconfig)
 	p.waitLog(`level=WARN msg="no working watch: every watch fails`, 20*time.Second)
-	_ = p.stop(syscall.SIGTERM)
+	p.stopOK(syscall.SIGTERM)
 }
 
 // An API server warning (here: a deprecated CRD version) is said once at
@@ -108,7 +108,7 @@ rules: [{name: olds, resources: [{group: warn.example.com, resource: olds}], nam
 	p.waitLog("olds v1 is going away", 30*time.Second)
 	p.waitLog("all informers synced", 30*time.Second)
 	time.Sleep(2 * time.Second)
-	_ = p.stop(syscall.SIGTERM)
+	p.stopOK(syscall.SIGTERM)
 	log := p.stderr.String()
 	if n := strings.Count(log, `level=WARN msg="API server warning`); n != 1 {
 		t.Errorf("the warning was logged %d times at WARN, want once:\n%s", n, log)

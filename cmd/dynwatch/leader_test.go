@@ -2,15 +2,41 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/dynwatch/dynwatch/event"
 )
+
+// leaseHolder returns the holder of the Lease ns/name.
+func leaseHolder(t *testing.T, ns, name string) string {
+	t.Helper()
+	d := dynamic.NewForConfigOrDie(cp.Config)
+	u, err := d.Resource(schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, _, _ := unstructured.NestedString(u.Object, "spec", "holderIdentity")
+	return holder
+}
+
+// replicaID is the identity a dynwatch process takes in leader election
+// outside a cluster: host and pid.
+func replicaID(p *proc) string {
+	host, err := os.Hostname()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return fmt.Sprintf("%s_%d", host, p.cmd.Process.Pid)
+}
 
 // Two replicas on one Lease and one state file: only the leader delivers;
 // killed with -9, the other takes over once the Lease expires and delivers
@@ -64,20 +90,34 @@ rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], n
 	waitFor(a, "the leader to deliver g1", has("g1", event.Add))
 
 	// kill -9: the Lease is not released; the other waits for it to expire.
-	_ = a.cmd.Process.Signal(syscall.SIGKILL)
-	<-a.exited
+	if err := a.stop(syscall.SIGKILL); exitCode(err) != -1 {
+		t.Fatalf("kill -9: exit %v", err)
+	}
 	killed := time.Now()
 	create("g2") // in the gap
 	b.waitLog("this replica leads; acting", 30*time.Second)
 	takeover := time.Since(killed)
+	// The Lease expires leaseDuration (4s) after a's last renewal, and b retries
+	// every retryPeriod (500ms, jittered): 3s more for a loaded machine.
+	if takeover > 4*time.Second+3*time.Second {
+		t.Errorf("takeover after kill -9 took %s; the Lease (leaseDuration 4s) should be taken soon after it expires", takeover)
+	}
 	waitFor(b, "the new leader to deliver what changed in the gap", has("g2", event.Add))
 
 	// SIGTERM: the leader stops acting, releases the Lease, the other takes over.
 	c := run("c")
 	c.waitLog("another replica leads", 30*time.Second)
+	if holder := leaseHolder(t, ns, "dynwatch-test"); holder != replicaID(b) {
+		t.Fatalf("the Lease is held by %q, want the leader b, %s", holder, replicaID(b))
+	}
 	stopping := time.Now()
 	if err := b.stop(syscall.SIGTERM); err != nil {
 		t.Errorf("graceful stop: %v\n%s", err, b.stderr.String())
+	}
+	// b released the Lease on its way out: it no longer holds it (it is empty,
+	// or c took it already), rather than waiting for it to expire.
+	if holder := leaseHolder(t, ns, "dynwatch-test"); holder == replicaID(b) {
+		t.Errorf("after b's SIGTERM the Lease is still held by b (%s): it was not released", holder)
 	}
 	c.waitLog("this replica leads; acting", 30*time.Second)
 	handover := time.Since(stopping)
@@ -89,10 +129,14 @@ rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], n
 	// opens; from then on only the new leader delivers.
 	e := run("e")
 	e.waitLog("another replica leads", 30*time.Second)
-	_ = c.cmd.Process.Signal(syscall.SIGSTOP)
+	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
 	e.waitLog("this replica leads; acting", 30*time.Second)
 	create("g4")
-	_ = c.cmd.Process.Signal(syscall.SIGCONT)
+	if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
 	c.waitLog("lost the lease: delivery stopped at once", 30*time.Second)
 	// g4 came while both ran: the old leader may deliver it in the moment before
 	// it notices (at most the renew deadline); either way once, by one of them.
@@ -106,28 +150,37 @@ rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], n
 	before := len(c.payloads())
 	create("g5")
 	waitFor(e, "the new leader to deliver g5", has("g5", event.Add))
-	_ = c.stop(syscall.SIGTERM)
-	_ = e.stop(syscall.SIGTERM)
+	c.stopOK(syscall.SIGTERM)
+	e.stopOK(syscall.SIGTERM)
 	if n := len(c.payloads()); n != before {
 		t.Errorf("the replica that lost the Lease delivered %d more events", n-before)
 	}
 	t.Logf("takeover after kill -9: %s (leaseDuration 4s); handover after SIGTERM: %s", takeover.Round(10*time.Millisecond), handover.Round(10*time.Millisecond))
 
+	// At least once, and twice only in the documented window: an event a
+	// killed leader delivered but had not yet marked delivered (the mark comes
+	// after the write) is delivered again by the next leader. Graceful stops
+	// and a lost Lease duplicate nothing.
 	seen := map[string]string{}
-	for name, p := range map[string]*proc{"a": a, "b": b, "c": c} {
-		for _, pl := range p.payloads() {
-			if other, dup := seen[pl.ID]; dup {
-				t.Errorf("%s delivered by %s and %s", pl.ID, other, name)
+	for _, r := range []struct {
+		name string
+		p    *proc
+	}{{"a", a}, {"b", b}, {"c", c}, {"e", e}} {
+		for _, pl := range r.p.payloads() {
+			if other, dup := seen[pl.ID]; dup && !(other == "a" && r.name == "b") {
+				t.Errorf("%s delivered by %s and %s", pl.ID, other, r.name)
 			}
-			seen[pl.ID] = name
+			seen[pl.ID] = r.name
+		}
+	}
+	for _, name := range []string{"g1", "g2", "g3", "g4", "g5"} {
+		if !has(name, event.Add)(append(append(append(a.payloads(), b.payloads()...), c.payloads()...), e.payloads()...)) {
+			t.Errorf("%s's add was never delivered", name)
 		}
 	}
 	for _, pl := range b.payloads() {
 		if pl.Name == "g2" && !pl.Replay {
 			t.Errorf("g2, created in the gap, was not found by the diff against the records: %+v", pl)
-		}
-		if pl.Name == "g1" && pl.Type == event.Add {
-			t.Errorf("the new leader delivered g1's add again")
 		}
 	}
 	if handover > 5*time.Second {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,14 +19,17 @@ import (
 	"github.com/dynwatch/dynwatch/internal/testenv"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// servedAddr waits for the operations server of p (configured on port 0, so
+// that no port is picked, released and raced for) and returns the address it
+// bound, as its log says.
+func servedAddr(p *proc) string {
+	p.t.Helper()
+	p.waitLog("serving /metrics", 10*time.Second)
+	m := regexp.MustCompile(`msg="serving /metrics[^\n]* address=(\S+)`).FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		p.t.Fatalf("the operations server's log gives no address:\n%s", p.stderr.String())
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return m[1]
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -54,17 +58,15 @@ func TestOperationsServer(t *testing.T) {
 	}
 	dir := t.TempDir()
 	kubeconfig := cmOnlyKubeconfig(t)
-	addr := freeAddr(t)
 	cfg := writeConfig(t, dir, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
-server: {address: %q}
+server: {address: "127.0.0.1:0"}
 actions: [{name: out, log: {}}]
 rules:
   - {name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [out]}
-  - {name: secrets, resources: [{group: "", resource: secrets}], namespaces: [%[2]s], actions: [out]}
-`, addr, ns))
+  - {name: secrets, resources: [{group: "", resource: secrets}], namespaces: [%[1]s], actions: [out]}
+`, ns))
 	p := startProc(t, "run", "--config", cfg, "--kubeconfig", kubeconfig)
-	p.waitLog("serving /metrics", 10*time.Second)
-	base := "http://" + addr
+	base := "http://" + servedAddr(p)
 	if code, body := get(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
@@ -118,19 +120,19 @@ rules:
 		strings.Contains(body, cmOnlyUser) || strings.Contains(body, "cannot list") {
 		t.Errorf("/readyz: %d %q", code, body)
 	}
-	_ = p.stop(syscall.SIGTERM)
+	p.stopOK(syscall.SIGTERM)
 
 	// A watch that sees no event nor bookmark for stallAfter makes /readyz fail,
 	// saying which.
-	stallAddr := freeAddr(t)
-	stalled := writeConfig(t, t.TempDir(), fmt.Sprintf("apiVersion: dynwatch/v1alpha1\nserver: {address: %q, stallAfter: 1s}\nactions: [{name: out, log: {}}]\nrules: [{name: cms, resources: [{group: \"\", resource: configmaps}], namespaces: [%s], actions: [out]}]\n", stallAddr, ns))
+	stalled := writeConfig(t, t.TempDir(), fmt.Sprintf("apiVersion: dynwatch/v1alpha1\nserver: {address: \"127.0.0.1:0\", stallAfter: 1s}\nactions: [{name: out, log: {}}]\nrules: [{name: cms, resources: [{group: \"\", resource: configmaps}], namespaces: [%s], actions: [out]}]\n", ns))
 	p2 := startProc(t, "run", "--config", stalled, "--kubeconfig", cp.Kubeconfig)
+	stallAddr := servedAddr(p2)
 	p2.waitLog("all informers synced", 30*time.Second)
 	testenv.WaitFor(t, "/readyz to report the stalled watch", 20*time.Second, func() bool {
 		code, body := get(t, "http://"+stallAddr+"/readyz")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "not ready: configmaps.v1 in namespace "+ns+": no event or bookmark for")
 	})
-	_ = p2.stop(syscall.SIGTERM)
+	p2.stopOK(syscall.SIGTERM)
 
 	// The port is taken: a clear error at start, exit 1.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -4,15 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -102,13 +99,30 @@ func (p *proc) waitLog(what string, timeout time.Duration) {
 // stop sends sig and waits for the exit.
 func (p *proc) stop(sig syscall.Signal) error {
 	p.t.Helper()
-	_ = p.cmd.Process.Signal(sig)
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("signal %s: %v", sig, err)
+	}
+	return p.wait(40*time.Second, sig.String())
+}
+
+// wait waits for the exit, at most timeout after what.
+func (p *proc) wait(timeout time.Duration, what string) error {
+	p.t.Helper()
 	select {
 	case err := <-p.exited:
 		return err
-	case <-time.After(40 * time.Second):
-		p.t.Fatalf("dynwatch still running 40s after %s", sig)
+	case <-time.After(timeout):
+		p.t.Fatalf("dynwatch still running %s after %s:\n%s", timeout, what, p.stderr.String())
 		return nil
+	}
+}
+
+// stopOK sends sig and requires exit 0: a stop with every event delivered or
+// kept on disk.
+func (p *proc) stopOK(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.stop(sig); err != nil {
+		p.t.Errorf("dynwatch exited with %v after %s, want exit 0:\n%s", err, sig, p.stderr.String())
 	}
 }
 
@@ -181,12 +195,9 @@ rules:
 	}
 
 	second := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+	// The log comes once what the diff found is committed and queued, and a
+	// SIGTERM drains the queues: after the stop every replay is in the payloads.
 	second.waitLog("state: compared with the records", 30*time.Second)
-	deadline := time.Now().Add(10 * time.Second)
-	for len(second.payloads()) < 4 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond)
 	if err := second.stop(syscall.SIGTERM); err != nil {
 		t.Fatalf("second run: %v", err)
 	}
@@ -220,8 +231,7 @@ rules:
 	// Nothing changed since: a third start fires nothing.
 	third := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
 	third.waitLog("state: compared with the records", 30*time.Second)
-	time.Sleep(time.Second)
-	_ = third.stop(syscall.SIGTERM)
+	third.stopOK(syscall.SIGTERM)
 	if n := len(third.payloads()); n != 0 {
 		t.Errorf("a restart with nothing changed fired %d events: %+v", n, third.payloads())
 	}
@@ -236,26 +246,14 @@ func keys[V any](m map[string]V) []string {
 	return ks
 }
 
-// kill -9 while the receiver is down and events are queued; restarted with the
-// receiver up, every event arrives, with the same ids (duplicates allowed).
+// kill -9 while the receiver is down and events are queued on disk; restarted
+// with the receiver up, every event arrives as it was kept (same id and body,
+// not a replay re-found by the diff), duplicates allowed.
 func TestKillNineLosesNoEvent(t *testing.T) {
 	d, ns := setupTail(t)
-	var up atomic.Bool
-	var mu sync.Mutex
-	attempted, delivered := map[string]bool{}, map[string]int{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Dynwatch-Event-Id")
-		mu.Lock()
-		defer mu.Unlock()
-		attempted[id] = true
-		if !up.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		delivered[id]++
-	}))
-	defer srv.Close()
+	recv := newReceiver(t)
 	dir := t.TempDir()
+	statePath := filepath.Join(dir, "state.db")
 	cfg := writeConfig(t, dir, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
 state: {path: %s}
 actions:
@@ -267,8 +265,8 @@ rules:
     resources: [{group: tail.example.com, resource: gadgets}]
     namespaces: [%s]
     actions: [hook]
-`, filepath.Join(dir, "state.db"), srv.URL, ns))
-	first := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig, "--log-level", "debug")
+`, statePath, recv.srv.URL, ns))
+	first := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
 	first.waitLog("state: baseline recorded", 30*time.Second)
 	for i := range 5 {
 		name := fmt.Sprint("k", i)
@@ -277,53 +275,66 @@ rules:
 		}
 		setN(t, d, ns, name, 1)
 	}
-	// The first event is being retried; the others wait behind it.
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; attempted %v\nfirst:\n%s", what, keys(attempted), first.stderr.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	// The receiver is down: the action probes one event at a time while the
-	// others wait on disk. Kill once every event has been seen.
-	waitFor("the action to fail and every event to be seen", func() bool {
-		log := first.stderr.String()
-		return strings.Contains(log, "action failing") && strings.Count(log, `msg="rule matched"`) >= 10
-	})
-	_ = first.cmd.Process.Signal(syscall.SIGKILL)
-	<-first.exited
-	mu.Lock()
-	if len(delivered) != 0 {
-		t.Fatalf("delivered while the receiver was down: %v", delivered)
+	// others wait on disk. Kill once the file holds all ten.
+	var kept []event.Payload
+	waitUntil(t, "the action to fail and ten events on disk", 30*time.Second, func() bool {
+		kept = pendingOnDisk(t, statePath, "hook")
+		return len(kept) == 10 && strings.Contains(first.stderr.String(), "action failing")
+	}, first.stderr.String)
+	if err := first.stop(syscall.SIGKILL); exitCode(err) != -1 {
+		t.Fatalf("kill -9: exit %v", err)
 	}
-	before := keys(attempted)
-	mu.Unlock()
+	if got := recv.payloads(); len(got) != 0 {
+		t.Fatalf("delivered while the receiver was down: %+v", got)
+	}
+	recv.mu.Lock()
+	before := keys(recv.attempted)
+	recv.mu.Unlock()
 
-	up.Store(true)
+	recv.up.Store(true)
 	second := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
 	second.waitLog("delivering events left from the last run first", 30*time.Second)
-	waitFor("10 events (5 adds, 5 updates) delivered", func() bool { mu.Lock(); defer mu.Unlock(); return len(delivered) >= 10 })
-	_ = second.stop(syscall.SIGTERM)
-	mu.Lock()
-	defer mu.Unlock()
+	delivered := func() map[string][]event.Payload {
+		m := map[string][]event.Payload{}
+		for _, p := range recv.payloads() {
+			m[p.ID] = append(m[p.ID], p)
+		}
+		return m
+	}
+	waitUntil(t, "the ten kept events delivered", 30*time.Second, func() bool {
+		m := delivered()
+		for _, k := range kept {
+			if len(m[k.ID]) == 0 {
+				return false
+			}
+		}
+		return true
+	}, second.stderr.String)
+	second.stopOK(syscall.SIGTERM)
+	got := delivered()
 	adds, updates := 0, 0
-	for id := range delivered {
+	for _, k := range kept {
 		switch {
-		case strings.HasSuffix(id, ":add"):
+		case strings.HasSuffix(k.ID, ":add"):
 			adds++
-		case strings.HasSuffix(id, ":update"):
+		case strings.HasSuffix(k.ID, ":update"):
 			updates++
+		}
+		for _, p := range got[k.ID] {
+			if p.Replay || p.Type != k.Type || p.Name != k.Name || string(p.Object) != string(k.Object) {
+				t.Errorf("kept event %s arrived as replay=%v %s %s, want it as it was kept: replay=false %s %s", k.ID, p.Replay, p.Type, p.Name, k.Type, k.Name)
+			}
 		}
 	}
 	if adds != 5 || updates != 5 {
-		t.Errorf("delivered %d adds and %d updates, want 5 and 5: %v", adds, updates, keys(delivered))
+		t.Errorf("kept %d adds and %d updates, want 5 and 5: %v", adds, updates, keys(got))
+	}
+	if len(got) != len(kept) {
+		t.Errorf("delivered %d distinct events, want the %d kept: %v", len(got), len(kept), keys(got))
 	}
 	for _, id := range before {
-		if delivered[id] == 0 {
+		if len(got[id]) == 0 {
 			t.Errorf("event %s, attempted before the kill, never arrived (ids must be stable)", id)
 		}
 	}
@@ -341,7 +352,7 @@ actions: [{name: out, log: {}}]
 rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [default], actions: [out]}]
 `, statePath))
 	p := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
-	err := <-p.exited
+	err := p.wait(30*time.Second, "start on an unreadable state file")
 	if code := exitCode(err); code != exitFailure {
 		t.Errorf("exit %d, want 1", code)
 	}
@@ -357,7 +368,7 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 
 	// A second process on the same state file refuses to start.
 	second := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
-	err = <-second.exited
+	err = second.wait(30*time.Second, "start on a state file in use")
 	if code := exitCode(err); code != exitFailure || !strings.Contains(second.stderr.String(), "in use by another dynwatch process") {
 		t.Errorf("second process: exit %d\n%s", code, second.stderr.String())
 	}
@@ -368,7 +379,7 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 	again := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig, "--reset-state")
 	again.waitLog("state reset: starting over", 10*time.Second)
 	again.waitLog("objectRecords=", 10*time.Second)
-	_ = again.stop(syscall.SIGTERM)
+	again.stopOK(syscall.SIGTERM)
 }
 
 func exitCode(err error) int {
@@ -449,18 +460,17 @@ rules:
 
 	plain := startProc(t, "run", "--config", plainCfg, "--kubeconfig", cp.Kubeconfig)
 	plainList := plain.syncedAfter(2 * time.Minute)
-	_ = plain.stop(syscall.SIGTERM)
+	plain.stopOK(syscall.SIGTERM)
 
 	baseline := startProc(t, "run", "--config", stateCfg, "--kubeconfig", cp.Kubeconfig)
 	baseline.waitLog("state: baseline recorded", 2*time.Minute)
 	baselineList := baseline.syncedAfter(2 * time.Minute)
-	_ = baseline.stop(syscall.SIGTERM)
+	baseline.stopOK(syscall.SIGTERM)
 
 	restart := startProc(t, "run", "--config", stateCfg, "--kubeconfig", cp.Kubeconfig)
 	restart.waitLog("objects=10000 replayed=0", 2*time.Minute)
 	diffList := restart.syncedAfter(2 * time.Minute)
-	time.Sleep(time.Second)
-	_ = restart.stop(syscall.SIGTERM)
+	restart.stopOK(syscall.SIGTERM)
 	if got := restart.payloads(); len(got) != 0 {
 		t.Errorf("a restart over %d unchanged objects fired %d events", n, len(got))
 	}

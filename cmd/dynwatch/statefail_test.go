@@ -48,16 +48,15 @@ func TestReadyzWhileStateRefusesCommits(t *testing.T) {
 	}
 	dir := t.TempDir()
 	db := filepath.Join(dir, "state.db")
-	addr := freeAddr(t)
 	cfg := writeConfig(t, dir, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
 state: {path: %s}
-server: {address: %q}
+server: {address: "127.0.0.1:0"}
 actions: [{name: out, log: {}}]
 rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [out]}]
-`, db, addr, ns))
+`, db, ns))
 	p := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
 	p.waitLog("state: baseline recorded", 30*time.Second)
-	base := "http://" + addr
+	base := "http://" + servedAddr(p)
 	testenv.WaitFor(t, "/readyz ok", 20*time.Second, func() bool { code, _ := get(t, base+"/readyz"); return code == http.StatusOK })
 	fi, err := os.Stat(db)
 	if err != nil {

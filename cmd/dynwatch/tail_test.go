@@ -175,13 +175,23 @@ func TestTailWhereTyped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitOutput(t, out, "big-gold and quantity-size", func(s string) bool {
-		return strings.Contains(s, "big-gold") && strings.Contains(s, "quantity-size")
+	// Created last, in the same watch: once it shows, every gadget before it was decided.
+	if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, "sentinel", map[string]any{"size": int64(10), "tier": "gold"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, out, "big-gold, quantity-size and the sentinel", func(s string) bool {
+		return strings.Contains(s, "big-gold") && strings.Contains(s, "quantity-size") && strings.Contains(s, "sentinel")
 	})
-	time.Sleep(time.Second)
-	stop()
+	if code := stop(); code != exitOK {
+		t.Errorf("tail exited %d on SIGINT, want 0", code)
+	}
 	s := out.String()
-	lines := strings.Split(strings.TrimSpace(s), "\n")
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		if !strings.Contains(l, " sentinel ") {
+			lines = append(lines, l)
+		}
+	}
 	if len(lines) != 3 {
 		t.Fatalf("want the header, big-gold and quantity-size only:\n%s", s)
 	}
@@ -253,6 +263,7 @@ func TestTailLabelsAllNamespaces(t *testing.T) {
 		{other, "team-b-elsewhere", map[string]string{"team": "b"}},
 		{ns, "team-c", map[string]string{"team": "c"}},
 		{ns, "team-a-skipped", map[string]string{"team": "a", "skip": "yes"}},
+		{ns, "team-a-sentinel", map[string]string{"team": "a"}}, // last, in the same watch
 	} {
 		g := gadget(o.ns, o.name, nil)
 		g.SetLabels(o.labels)
@@ -260,11 +271,12 @@ func TestTailLabelsAllNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitOutput(t, out, "both matching gadgets", func(s string) bool {
-		return strings.Contains(s, " team-a ") && strings.Contains(s, "team-b-elsewhere")
+	waitOutput(t, out, "both matching gadgets and the sentinel", func(s string) bool {
+		return strings.Contains(s, " team-a ") && strings.Contains(s, "team-b-elsewhere") && strings.Contains(s, "team-a-sentinel")
 	})
-	time.Sleep(500 * time.Millisecond)
-	stop()
+	if code := stop(); code != exitOK {
+		t.Errorf("tail exited %d on SIGINT, want 0", code)
+	}
 	if s := out.String(); strings.Contains(s, "team-c") || strings.Contains(s, "skipped") || !strings.Contains(s, other) {
 		t.Errorf("output:\n%s", s)
 	}
@@ -273,12 +285,23 @@ func TestTailLabelsAllNamespaces(t *testing.T) {
 // tail of a cluster-scoped resource says -n does not apply only when -n was
 // given, and is quiet (no INFO lines) unless -v.
 func TestTailQuietAndClusterScopedNote(t *testing.T) {
-	_, quietErr, stopQuiet := background(t, "tail", "ns", "--kubeconfig", cp.Kubeconfig)
+	quietOut, quietErr, stopQuiet := background(t, "tail", "ns", "--kubeconfig", cp.Kubeconfig)
 	_, verboseErr, stopVerbose := background(t, "tail", "-v", "ns", "-n", "default", "--kubeconfig", cp.Kubeconfig)
 	waitOutput(t, verboseErr, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
-	time.Sleep(300 * time.Millisecond)
-	stopQuiet()
-	stopVerbose()
+	// The quiet tail has listed and follows too: it prints a namespace created now.
+	name := fmt.Sprintf("quiet-%d", time.Now().UnixNano()%1000000)
+	d := dynamic.NewForConfigOrDie(cp.Config)
+	if _, err := d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(t.Context(),
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, quietOut, "the quiet tail to print the new namespace", func(s string) bool { return strings.Contains(s, name) })
+	if code := stopQuiet(); code != exitOK {
+		t.Errorf("tail exited %d on SIGINT, want 0", code)
+	}
+	if code := stopVerbose(); code != exitOK {
+		t.Errorf("tail exited %d on SIGINT, want 0", code)
+	}
 	if s := quietErr.String(); s != "" {
 		t.Errorf("tail without -v printed on stderr:\n%s", s)
 	}

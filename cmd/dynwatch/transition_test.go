@@ -77,7 +77,7 @@ rules:
 	transitions(p, 2)
 	setReady(1) // goes bad
 	got := transitions(p, 3)
-	_ = p.stop(syscall.SIGTERM)
+	p.stopOK(syscall.SIGTERM)
 	if want := "[add:enter update:exit update:enter]"; fmt.Sprint(got) != want {
 		t.Errorf("live transitions %v, want %s", got, want)
 	}
@@ -85,7 +85,7 @@ rules:
 	q := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
 	q.waitLog("state: compared with the records", 30*time.Second)
 	got = transitions(q, 1)
-	_ = q.stop(syscall.SIGTERM)
+	q.stopOK(syscall.SIGTERM)
 	if want := "[update:exit:replay]"; fmt.Sprint(got) != want {
 		t.Errorf("after the restart %v, want %s", got, want)
 	}

@@ -64,6 +64,10 @@ type Options struct {
 	Dir string
 	// APIServerArgs are extra kube-apiserver flags (e.g. --watch-cache=false).
 	APIServerArgs []string
+
+	// ports picks n free ports (default freePorts); a test of the retry on a
+	// port taken meanwhile sets it.
+	ports func(n int) ([]int, error)
 }
 
 // Env is a running control plane.
@@ -80,8 +84,14 @@ type Env struct {
 	Dir string
 
 	caData  []byte
-	procs   []*exec.Cmd
+	procs   []*process
 	ownsDir bool
+}
+
+// process is a spawned binary; done is closed once it has exited.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
 }
 
 // BinDir returns where the binaries are looked for by default.
@@ -94,8 +104,25 @@ func BinDir() string {
 }
 
 // Start starts etcd and kube-apiserver and waits until the API server is ready.
-// On error nothing is left running.
-func Start(opts Options) (env *Env, err error) {
+// On error nothing is left running. The ports are picked free and then bound
+// by the binaries: when another process took one in between, Start tries again
+// on new ports (in a new directory, unless Options.Dir is set).
+func Start(opts Options) (*Env, error) {
+	if opts.ports == nil {
+		opts.ports = freePorts
+	}
+	for attempt := 1; ; attempt++ {
+		env, err := start(opts)
+		if !errors.Is(err, errPortTaken) || opts.Dir != "" || attempt == 3 {
+			return env, err
+		}
+	}
+}
+
+// errPortTaken is start's error when a binary could not bind its port.
+var errPortTaken = errors.New("testenv: a port was taken before the binary bound it")
+
+func start(opts Options) (env *Env, err error) {
 	if opts.BinDir == "" {
 		opts.BinDir = BinDir()
 	}
@@ -113,10 +140,13 @@ func Start(opts Options) (env *Env, err error) {
 	}
 	defer func() {
 		if err != nil {
+			if e.logsSay("address already in use") {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
 			e.Stop()
 		}
 	}()
-	ports, err := freePorts(3)
+	ports, err := opts.ports(3)
 	if err != nil {
 		return nil, err
 	}
@@ -238,14 +268,12 @@ func (e *Env) WriteKubeconfigAs(path, token, as string) error {
 func (e *Env) Stop() {
 	for i := len(e.procs) - 1; i >= 0; i-- {
 		p := e.procs[i]
-		_ = p.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = p.Wait(); close(done) }()
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-done:
+		case <-p.done:
 		case <-time.After(10 * time.Second):
-			_ = p.Process.Kill()
-			<-done
+			_ = p.cmd.Process.Kill()
+			<-p.done
 		}
 	}
 	e.procs = nil
@@ -269,31 +297,53 @@ func (e *Env) spawn(bin, logName string, args ...string) error {
 		return fmt.Errorf("testenv: start %s: %w", bin, err)
 	}
 	logf.Close()
-	e.procs = append(e.procs, cmd)
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	e.procs = append(e.procs, p)
 	return nil
+}
+
+// logsSay reports whether a binary's log holds s.
+func (e *Env) logsSay(s string) bool {
+	for _, name := range []string{"etcd.log", "kube-apiserver.log"} {
+		if b, err := os.ReadFile(filepath.Join(e.Dir, name)); err == nil && bytes.Contains(b, []byte(s)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Env) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	var client *http.Client
 	for time.Now().Before(deadline) {
 		for _, p := range e.procs {
-			if p.ProcessState != nil {
-				return fmt.Errorf("testenv: %s exited early; see the logs in %s", p.Path, e.Dir)
+			select {
+			case <-p.done:
+				return fmt.Errorf("testenv: %s exited early; see the logs in %s", p.cmd.Path, e.Dir)
+			default:
 			}
 		}
-		if e.caData == nil {
+		if client == nil {
 			// The API server writes its self-signed serving certificate first.
+			// Only a server with that certificate is ours: another process
+			// that took the port first is not taken for it.
 			if b, err := os.ReadFile(filepath.Join(e.Dir, "certs", "apiserver.crt")); err == nil {
-				e.caData = b
+				pool := x509.NewCertPool()
+				if pool.AppendCertsFromPEM(b) {
+					e.caData = b
+					client = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+				}
 			}
 		}
-		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, e.URL+"/readyz", nil)
-		req.Header.Set("Authorization", "Bearer "+AdminToken)
-		if resp, err := insecure.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && e.caData != nil {
-				return nil
+		if client != nil {
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, e.URL+"/readyz", nil)
+			req.Header.Set("Authorization", "Bearer "+AdminToken)
+			if resp, err := client.Do(req); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return nil
+				}
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
