@@ -11,7 +11,7 @@ import (
 )
 
 // Redacted is what a blanked value reads.
-const Redacted = "<redacted>"
+const Redacted = event.Redacted
 
 // Redactor blanks configured paths in objects of configured kinds. Objects of
 // other kinds pass through untouched and uncopied.
