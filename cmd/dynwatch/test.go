@@ -14,6 +14,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/payload"
 	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/rules"
 )
@@ -93,7 +94,8 @@ func testOne(e *env, file *plan.File, rule *rules.Rule, ev *event.Event, explain
 			if !s.Held {
 				verdict = "does NOT hold"
 			}
-			fmt.Fprintf(e.stdout, "%-50s found %s: %s\n", s.Check, s.Found, verdict)
+			// One terminal line per step, whatever the values hold.
+			fmt.Fprintf(e.stdout, "%-50s found %s: %s\n", payload.Printable(s.Check), payload.Printable(s.Found), verdict)
 		}
 	}
 	if !selected {
