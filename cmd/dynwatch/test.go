@@ -134,8 +134,9 @@ func readObjects(path string) ([][]byte, error) {
 			return nil, fmt.Errorf("%s: want objects (mappings), not a list or a value", path)
 		}
 		if items := gjson.GetBytes(b, "items"); strings.HasSuffix(gjson.GetBytes(b, "kind").Str, "List") && items.IsArray() {
+			kind, apiVersion := strings.TrimSuffix(gjson.GetBytes(b, "kind").Str, "List"), gjson.GetBytes(b, "apiVersion").Str
 			items.ForEach(func(_, it gjson.Result) bool {
-				out = append(out, cutManagedFields(compact([]byte(it.Raw))))
+				out = append(out, cutManagedFields(compact(withKind([]byte(it.Raw), kind, apiVersion))))
 				return true
 			})
 			continue
@@ -146,6 +147,28 @@ func readObjects(path string) ([][]byte, error) {
 		return nil, fmt.Errorf("%s: holds no object", path)
 	}
 	return out, nil
+}
+
+// withKind gives an item of a list the list's kind (without "List") and
+// apiVersion when it has none, as the API server's lists of built-in types
+// leave them out of their items and run's informers put them back: a
+// SecretList's items are Secrets, redacted as Secrets are.
+func withKind(item []byte, kind, apiVersion string) []byte {
+	if kind == "" || gjson.GetBytes(item, "kind").Exists() || !bytes.HasPrefix(item, []byte("{")) {
+		return item
+	}
+	add := map[string]string{"kind": kind}
+	if !gjson.GetBytes(item, "apiVersion").Exists() {
+		add["apiVersion"] = apiVersion
+	}
+	head, _ := json.Marshal(add)
+	rest := bytes.TrimSpace(item[1:])
+	if !bytes.HasPrefix(rest, []byte("}")) {
+		head = append(head[:len(head)-1], ',')
+	} else {
+		head = head[:len(head)-1]
+	}
+	return append(head, rest...)
 }
 
 // splitDocuments splits a YAML stream at its "---" lines.
