@@ -130,7 +130,8 @@ func evaluate(o Options, rs []*rules.Rule, r event.Resource, u *unstructured.Uns
 }
 
 // WriteTable writes the findings as a table: RULE, RESOURCE, NAMESPACE, NAME and
-// the rule's fields as name=value pairs.
+// the rule's fields as name=value pairs, their JSON fit for a terminal
+// (payload.Printable).
 func WriteTable(w io.Writer, fs []Finding) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
 	fmt.Fprintln(tw, "RULE\tRESOURCE\tNAMESPACE\tNAME\tFIELDS")
@@ -143,7 +144,7 @@ func WriteTable(w io.Writer, fs []Finding) error {
 		res := p.Resource.Name()
 		var fields []string
 		for _, name := range f.Rule.FieldNames() {
-			fields = append(fields, name+"="+string(p.Fields[name]))
+			fields = append(fields, name+"="+payload.Printable(string(p.Fields[name])))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Rule, res, ns, p.Name, strings.Join(fields, " "))
 	}

@@ -374,6 +374,11 @@ func (l *LeaderElection) validate(v *validator, p string) {
 	}
 }
 
+// LastAppliedPath is the annotation in which kubectl apply keeps the object
+// as applied: a copy of every value a redact entry blanks, so every entry
+// blanks it too.
+const LastAppliedPath = `metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration`
+
 // DefaultRedact is the built-in redact list: a Secret's data and stringData, and
 // the last-applied-configuration annotation that `kubectl apply` leaves on it,
 // which holds the same values in clear.
@@ -381,7 +386,7 @@ func DefaultRedact() []Redaction {
 	return []Redaction{{
 		Kind:  "Secret",
 		Group: OptString{Set: true},
-		Paths: []string{"data", "stringData", `metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration`},
+		Paths: []string{"data", "stringData", LastAppliedPath},
 	}}
 }
 

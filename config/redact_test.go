@@ -47,3 +47,27 @@ func TestRedactKeepsTheSecretEntry(t *testing.T) {
 		})
 	}
 }
+
+// A redact entry's kind matches a kind exactly: one written as a resource or
+// in lower case (configmap, configmaps) would blank nothing, silently, so
+// every command that loads the file warns, at its line.
+func TestRedactKindInLowerCaseWarns(t *testing.T) {
+	t.Parallel()
+	const head = "apiVersion: dynwatch/v1alpha1\nactions: [{name: o, log: {}}]\nrules: [{name: r, resources: [{kind: ConfigMap}], actions: [o]}]\n"
+	for _, c := range []struct{ extra, want string }{
+		{"redact: [{kind: ConfigMap, paths: [data.a]}, {kind: configmaps, paths: [data.token]}]\n", `r.yaml:4: redact[1].kind: warning: "configmaps" is not written as a kind is`},
+		{"redactSecrets: false\nredact:\n  - {kind: secret, paths: [data]}\n", `r.yaml:6: redact[0].kind: warning: "secret" is not written as a kind is`},
+	} {
+		f, err := Parse("r.yaml", []byte(head+c.extra))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found bool
+		for _, w := range f.Warnings() {
+			found = found || strings.HasPrefix(w.Error(), c.want)
+		}
+		if !found {
+			t.Errorf("%s: warnings %v, want %s", c.extra, f.Warnings(), c.want)
+		}
+	}
+}

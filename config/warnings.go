@@ -1,12 +1,26 @@
 package config
 
+import "fmt"
+
 // Warnings are what a valid file says that may not be meant: `dynwatch check`
 // prints them (and `run` logs them), and they never stop the file loading.
 func (f *File) Warnings() []Problem {
 	var out []Problem
-	if rs := f.Config.RedactSecrets; rs != nil && !*rs {
+	rs := f.Config.RedactSecrets
+	if rs != nil && !*rs {
 		out = append(out, f.Problem("redactSecrets", "warning: false drops the built-in Secret redaction: "+
 			"every Secret's data, stringData and last-applied-configuration annotation reach payloads, logs, tail, audit and test in clear, unless a redact entry blanks them"))
+	}
+	// The file's entries follow the built-in one, unless it is dropped.
+	first := 1
+	if rs != nil && !*rs {
+		first = 0
+	}
+	for i := first; i < len(f.Config.Redact); i++ {
+		if k := f.Config.Redact[i].Kind; k != "" && (k[0] < 'A' || k[0] > 'Z') {
+			out = append(out, f.Problem(fmt.Sprintf("redact[%d].kind", i-first), "warning: %q is not written as a kind is (ConfigMap, not configmap or configmaps): "+
+				"kinds match exactly, so this entry may blank nothing", k))
+		}
 	}
 	return out
 }

@@ -33,6 +33,17 @@ func (k DigestKey) Digest(raw string) json.RawMessage {
 	return json.RawMessage(`{"` + digestField + `":"` + hex.EncodeToString(m.Sum(nil)) + `"}`)
 }
 
+// Redacted is what a redacted value reads in every output (payload.Redacted),
+// and what a digest reads as in an old object rebuilt from a record.
+const Redacted = "<redacted>"
+
+// IsDigest reports whether a recorded value is a digest (keyed, or unkeyed as
+// an older dynwatch kept them) rather than the value in clear.
+func IsDigest(recorded json.RawMessage) bool {
+	return gjson.GetBytes(recorded, gjson.Escape(digestField)).Exists() ||
+		gjson.GetBytes(recorded, gjson.Escape(legacyDigestField)).Exists()
+}
+
 // Same reports whether a recorded value (raw JSON or a Digest under k; nil:
 // the path was missing) stands for the current raw JSON value ("" when
 // missing).

@@ -2,6 +2,7 @@ package payload
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/tidwall/gjson"
 
@@ -11,7 +12,7 @@ import (
 )
 
 // Redacted is what a blanked value reads.
-const Redacted = "<redacted>"
+const Redacted = event.Redacted
 
 // Redactor blanks configured paths in objects of configured kinds. Objects of
 // other kinds pass through untouched and uncopied.
@@ -25,12 +26,18 @@ type redactPaths struct {
 	rawPaths []string
 }
 
-// NewRedactor compiles a redact list whose paths config has checked.
+// NewRedactor compiles a redact list whose paths config has checked. Every
+// entry blanks the last-applied-configuration annotation too
+// (config.LastAppliedPath): it holds a copy of the values the entry blanks.
 func NewRedactor(list []config.Redaction) *Redactor {
 	r := &Redactor{byKind: map[string][]redactPaths{}}
 	for _, e := range list {
-		rp := redactPaths{group: e.Group, rawPaths: e.Paths}
-		for _, p := range e.Paths {
+		paths := e.Paths
+		if !slices.Contains(paths, config.LastAppliedPath) {
+			paths = append(slices.Clip(paths), config.LastAppliedPath)
+		}
+		rp := redactPaths{group: e.Group, rawPaths: paths}
+		for _, p := range paths {
 			if keys, ok := fieldpath.Split(p); ok {
 				rp.keys = append(rp.keys, keys)
 			}

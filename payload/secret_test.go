@@ -3,6 +3,8 @@ package payload
 import (
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
 )
@@ -35,5 +37,28 @@ func TestSecretByValue(t *testing.T) {
 	}
 	if NewRedactor(config.DefaultRedact()).Secret(secret, []byte(`{"kind":"Secret","metadata":{"name":"s"}}`)) != nil {
 		t.Error("a Secret without data has secret paths")
+	}
+}
+
+// A path that picks a member by its position (@values, @reverse) may pick a
+// redacted value in the object as the API server orders its fields and
+// another one in the redacted object, whose keys are sorted: it is decided by
+// what it reads from each, not from the object re-encoded.
+func TestSecretByValueWhateverTheOrder(t *testing.T) {
+	t.Parallel()
+	red := NewRedactor(config.DefaultRedact())
+	secret := event.Resource{Version: "v1", Resource: "secrets", Kind: "Secret", Namespaced: true}
+	// A Secret's fields in the order the API server writes them.
+	obj := []byte(`{"kind":"Secret","apiVersion":"v1","metadata":{"name":"s","namespace":"ns"},"data":{"password":"U0VOVElORUw="},"type":"Opaque"}`)
+	is := red.Secret(secret, obj)
+	for _, p := range []string{"@values|3", "@values.3", "@values|@reverse|1", "@reverse|@values|1", "@values|@reverse|@reverse|3"} {
+		if !is(p) {
+			t.Errorf("%s reads %s and is kept in clear", p, gjson.GetBytes(obj, p).Raw)
+		}
+	}
+	for _, p := range []string{"metadata", "metadata.name", "type", "kind"} {
+		if is(p) {
+			t.Errorf("%s reads no redacted value (%s) and is kept as a digest", p, gjson.GetBytes(obj, p).Raw)
+		}
 	}
 }

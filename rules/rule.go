@@ -215,9 +215,11 @@ func (r *Rule) holds(ev *event.Event, rec *recorder) bool {
 		}
 	}
 	if !r.LabelSelector.Empty() {
-		set := objectLabels(ev.Object)
-		held := r.LabelSelector.Matches(set)
-		record(rec, "labelSelector "+r.LabelSelector.String(), set.String(), held)
+		held := r.LabelSelector.Matches(objectLabels(ev.Object))
+		if rec != nil {
+			// What it found is shown as redacted: a config may redact a label.
+			record(rec, "labelSelector "+r.LabelSelector.String(), objectLabels(rec.obj).String(), held)
+		}
 		if ok = held && ok; !ok && rec == nil {
 			return false
 		}

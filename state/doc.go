@@ -30,13 +30,19 @@ func Values(key event.DigestKey, obj []byte, paths []string, secret func(path st
 // Doc rebuilds a JSON object holding vals at their paths, so that gjson reads
 // the same values from it as from the object they came from. Only plain dotted
 // paths can be rebuilt (a numeric component becomes an object key, which gjson
-// reads like an array index); paths with queries or wildcards are left out.
+// reads like an array index); paths with queries or wildcards are left out. A
+// digest reads as a redacted value does (event.Redacted): it stands for its
+// value only to compare with, and must not reach a payload, where a receiver
+// could try a dictionary on it.
 func Doc(vals map[string]json.RawMessage) []byte {
 	root := map[string]any{}
 	for p, v := range vals {
 		keys, ok := fieldpath.Split(p)
 		if !ok {
 			continue
+		}
+		if event.IsDigest(v) {
+			v = json.RawMessage(`"` + event.Redacted + `"`)
 		}
 		m := root
 		for _, k := range keys[:len(keys)-1] {

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -30,3 +31,16 @@ func digestKeyOf(meta *bolt.Bucket) (event.DigestKey, error) {
 // DigestKey returns the key of the file's digests, which events replayed from
 // its records carry (event.Event.DigestKey) and Values and Hash are given.
 func (s *Store) DigestKey() event.DigestKey { return s.key }
+
+// SameContent reports whether obj hashes to a record's content hash: under
+// key, or, for a record that a dynwatch before keyed hashes wrote and that
+// was not written again since, as it hashed then (unkeyed SHA-256), so that
+// an upgrade does not take every object that only got a new version for a
+// changed one.
+func SameContent(key event.DigestKey, obj []byte, recorded string) bool {
+	if h, err := Hash(key, obj); err != nil || h == recorded {
+		return err == nil
+	}
+	h, err := hashWith(sha256.New(), obj)
+	return err == nil && h == recorded
+}

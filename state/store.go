@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"os"
 	"slices"
@@ -436,10 +437,13 @@ func (s *Store) PendingActions() (map[string]int, error) {
 // is an object: validating every byte would double its cost. The hash is an
 // HMAC under the file's key (Store.DigestKey), as it is of a Secret's data too.
 func Hash(key event.DigestKey, obj []byte) (string, error) {
+	return hashWith(hmac.New(sha256.New, key), obj)
+}
+
+func hashWith(h hash.Hash, obj []byte) (string, error) {
 	if i := bytes.IndexFunc(obj, func(r rune) bool { return !unicode.IsSpace(r) }); i < 0 || obj[i] != '{' {
 		return "", errors.New("hash: not a JSON object")
 	}
-	h := hmac.New(sha256.New, key)
 	if rv := gjson.GetBytes(obj, "metadata.resourceVersion"); rv.Index > 0 {
 		h.Write(obj[:rv.Index])
 		h.Write(obj[rv.Index+len(rv.Raw):])

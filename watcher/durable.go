@@ -329,7 +329,7 @@ func replayOf(ev *event.Event, rec *state.Record, origin event.Origin, key event
 	case rec.ResourceVersion == ev.ResourceVersion:
 		return nil
 	}
-	if h, err := state.Hash(key, ev.Object); err == nil && h == rec.Hash {
+	if state.SameContent(key, ev.Object, rec.Hash) {
 		return nil // a new version of the same content
 	}
 	r.Type = event.Update

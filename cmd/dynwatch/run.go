@@ -192,6 +192,7 @@ func cmdRBAC(_ context.Context, e *env, args []string) int {
 		out.Lease = &rbac.ServiceAccount{Namespace: le.Namespace, Name: le.Name}
 	}
 	if err := rbac.WriteYAML(e.stdout, grants, out); err != nil {
+		fmt.Fprintln(e.stderr, "dynwatch rbac:", err)
 		return exitFailure
 	}
 	return exitOK

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/payload"
 	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/rules"
 )
@@ -93,7 +94,8 @@ func testOne(e *env, file *plan.File, rule *rules.Rule, ev *event.Event, explain
 			if !s.Held {
 				verdict = "does NOT hold"
 			}
-			fmt.Fprintf(e.stdout, "%-50s found %s: %s\n", s.Check, s.Found, verdict)
+			// One terminal line per step, whatever the values hold.
+			fmt.Fprintf(e.stdout, "%-50s found %s: %s\n", payload.Printable(s.Check), payload.Printable(s.Found), verdict)
 		}
 	}
 	if !selected {
@@ -132,8 +134,9 @@ func readObjects(path string) ([][]byte, error) {
 			return nil, fmt.Errorf("%s: want objects (mappings), not a list or a value", path)
 		}
 		if items := gjson.GetBytes(b, "items"); strings.HasSuffix(gjson.GetBytes(b, "kind").Str, "List") && items.IsArray() {
+			kind, apiVersion := strings.TrimSuffix(gjson.GetBytes(b, "kind").Str, "List"), gjson.GetBytes(b, "apiVersion").Str
 			items.ForEach(func(_, it gjson.Result) bool {
-				out = append(out, cutManagedFields(compact([]byte(it.Raw))))
+				out = append(out, cutManagedFields(compact(withKind([]byte(it.Raw), kind, apiVersion))))
 				return true
 			})
 			continue
@@ -144,6 +147,28 @@ func readObjects(path string) ([][]byte, error) {
 		return nil, fmt.Errorf("%s: holds no object", path)
 	}
 	return out, nil
+}
+
+// withKind gives an item of a list the list's kind (without "List") and
+// apiVersion when it has none, as the API server's lists of built-in types
+// leave them out of their items and run's informers put them back: a
+// SecretList's items are Secrets, redacted as Secrets are.
+func withKind(item []byte, kind, apiVersion string) []byte {
+	if kind == "" || gjson.GetBytes(item, "kind").Exists() || !bytes.HasPrefix(item, []byte("{")) {
+		return item
+	}
+	add := map[string]string{"kind": kind}
+	if !gjson.GetBytes(item, "apiVersion").Exists() {
+		add["apiVersion"] = apiVersion
+	}
+	head, _ := json.Marshal(add)
+	rest := bytes.TrimSpace(item[1:])
+	if !bytes.HasPrefix(rest, []byte("}")) {
+		head = append(head[:len(head)-1], ',')
+	} else {
+		head = head[:len(head)-1]
+	}
+	return append(head, rest...)
 }
 
 // splitDocuments splits a YAML stream at its "---" lines.
