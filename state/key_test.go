@@ -61,3 +61,32 @@ func TestDigestKeyIsTheFiles(t *testing.T) {
 		t.Error("content hashes are not keyed")
 	}
 }
+
+// A state file is private whoever made it: it holds the digest key, so a
+// file an earlier build or a copy left world-readable is made 0600 at open.
+func TestOpenMakesTheFilePrivate(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o600 {
+		t.Errorf("state file mode %o after open, want 600", got)
+	}
+}

@@ -85,6 +85,12 @@ func Open(path string) (*Store, error) {
 	case err != nil:
 		return nil, fmt.Errorf("state file %s is unreadable (%v): start with --reset-state to discard it and start over", path, err)
 	}
+	// bbolt applies the mode only to a file it creates: a file made by an
+	// earlier build, or copied in, is made private too (it holds the digest key).
+	if err := os.Chmod(path, 0o600); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("state file %s: make it private: %w", path, err)
+	}
 	var key event.DigestKey
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
