@@ -430,6 +430,9 @@ func replayedDelete(res event.Resource, uid string, r *state.Record, origin even
 	}
 }
 
+// logListed says how a list compared with the records; deletesReplayed counts the
+// deliveries of objects that went while dynwatch was down (the adds and updates
+// replayed for listed objects are delivered as each is compared, and logged at debug).
 func (d *durable) logListed(k dyninformer.Key, l *listing, objects, replayed int) {
 	switch {
 	case !l.diff:
@@ -437,7 +440,7 @@ func (d *durable) logListed(k dyninformer.Key, l *listing, objects, replayed int
 	case !l.baseline:
 		d.log.Info("state: baseline recorded; changes fire from now on", "resource", k.String(), "objects", objects)
 	default:
-		d.log.Info("state: compared with the records", "resource", k.String(), "objects", objects, "replayed", replayed)
+		d.log.Info("state: compared with the records", "resource", k.String(), "objects", objects, "deletesReplayed", replayed)
 	}
 }
 

@@ -468,7 +468,7 @@ rules:
 	baseline.stopOK(syscall.SIGTERM)
 
 	restart := startProc(t, "run", "--config", stateCfg, "--kubeconfig", cp.Kubeconfig)
-	restart.waitLog("objects=10000 replayed=0", 2*time.Minute)
+	restart.waitLog("objects=10000 deletesReplayed=0", 2*time.Minute)
 	diffList := restart.syncedAfter(2 * time.Minute)
 	restart.stopOK(syscall.SIGTERM)
 	if got := restart.payloads(); len(got) != 0 {
