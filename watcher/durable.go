@@ -432,7 +432,7 @@ func replayedDelete(res event.Resource, uid string, r *state.Record, origin even
 
 // logListed says how a list compared with the records; deletesReplayed counts the
 // deliveries of objects that went while dynwatch was down (the adds and updates
-// replayed for listed objects are delivered as each is compared, and logged at debug).
+// replayed for listed objects are delivered as each is compared, not counted here).
 func (d *durable) logListed(k dyninformer.Key, l *listing, objects, replayed int) {
 	switch {
 	case !l.diff:
