@@ -70,11 +70,11 @@ func TestShutdownDrainStopsWhenNothingIsDueWithinGrace(t *testing.T) {
 		wantLog   string
 	}{
 		{"down, probe after the grace", Retry{Max: 5, Initial: time.Millisecond, MaxBackoff: time.Hour}, retryAfter, true,
-			Stats{Enqueued: 2, Abandoned: 2, Outages: 1}, "nothing can be attempted"},
+			Stats{Enqueued: 2, Abandoned: 2, Outages: 1, Peak: 2}, "nothing can be attempted"},
 		{"events back off past the grace", Retry{Max: 5, Initial: time.Hour, MaxBackoff: time.Hour}, &Failure{Err: errors.New("exit 1"), OneEvent: true}, true,
-			Stats{Enqueued: 2, Abandoned: 2}, "nothing can be attempted"},
+			Stats{Enqueued: 2, Abandoned: 2, Peak: 2}, "nothing can be attempted"},
 		{"a retry due within the grace", Retry{Max: 5, Initial: 200 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}, &Failure{Err: errors.New("exit 1"), OneEvent: true}, false,
-			Stats{Enqueued: 2, Delivered: 2, Retries: 2}, ""},
+			Stats{Enqueued: 2, Delivered: 2, Retries: 2, Peak: 2}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
