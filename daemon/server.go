@@ -72,6 +72,13 @@ func stateReason(err error) string {
 	if errors.As(err, &errno) {
 		return errno.Error()
 	}
+	// bbolt wraps some errors as text ("file resize error: truncate PATH:
+	// file too large"): name the system's reason when the text ends with one.
+	for _, e := range []syscall.Errno{syscall.EFBIG, syscall.ENOSPC, syscall.EROFS, syscall.EDQUOT, syscall.EIO, syscall.EACCES, syscall.EPERM} {
+		if strings.HasSuffix(err.Error(), ": "+e.Error()) {
+			return e.Error()
+		}
+	}
 	return "see the logs"
 }
 

@@ -41,6 +41,10 @@ func TestReadyzStateReasonOnly(t *testing.T) {
 	if got, want := stateReason(full), "file too large"; got != want {
 		t.Errorf("stateReason(%v) = %q, want %q", full, got, want)
 	}
+	resize := errors.New("file resize error: truncate /var/lib/secret-team/state.db: file too large")
+	if got, want := stateReason(resize), "file too large"; got != want {
+		t.Errorf("stateReason(%v) = %q, want %q", resize, got, want)
+	}
 	if got, want := stateReason(errors.New("tx closed at /var/lib/x")), "see the logs"; got != want {
 		t.Errorf("stateReason = %q, want %q", got, want)
 	}
