@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -62,12 +64,16 @@ func (d *daemon) term(ctx context.Context, lock resourcelock.Interface, id strin
 		done    = make(chan struct{})
 	)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		Name:            le.Name,
-		LeaseDuration:   le.LeaseDuration.Std(),
-		RenewDeadline:   le.RenewDeadline.Std(),
-		RetryPeriod:     le.RetryPeriod.Std(),
-		ReleaseOnCancel: true,
+		Lock:          lock,
+		Name:          le.Name,
+		LeaseDuration: le.LeaseDuration.Std(),
+		RenewDeadline: le.RenewDeadline.Std(),
+		RetryPeriod:   le.RetryPeriod.Std(),
+		// Not ReleaseOnCancel: after a failed renewal client-go would try a
+		// release (for up to renewDeadline) before it ends the leading
+		// context, so a leader cut off from the API server would act on
+		// while another takes the Lease. The term releases it itself, once
+		// acting has stopped (release).
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lease context.Context) {
 				mu.Lock()
@@ -117,12 +123,43 @@ func (d *daemon) term(ctx context.Context, lock resourcelock.Interface, id strin
 		return nil
 	}
 	<-done
-	return d.termEnd(ctx, actErr, lost)
+	return d.termEnd(ctx, lock, id, actErr, lost)
 }
 
-// termEnd says how a term in which this replica acted ended: actErr is what
-// acting returned, lost whether the Lease had ended by then.
-func (d *daemon) termEnd(ctx context.Context, actErr error, lost bool) error {
+// release gives the Lease up if id still holds it (what client-go's release
+// writes: no holder, a lease of one second), so that a standby takes over at
+// once rather than after leaseDuration. The update is conditional on the
+// version read: a Lease another replica took meanwhile stays its own.
+func release(lock resourcelock.Interface, id string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	rec, _, err := lock.Get(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("read the lease: %w", err)
+	case rec.HolderIdentity != id:
+		return nil
+	}
+	now := metav1.NewTime(time.Now())
+	err = lock.Update(ctx, resourcelock.LeaderElectionRecord{
+		LeaderTransitions: rec.LeaderTransitions, LeaseDurationSeconds: 1, RenewTime: now, AcquireTime: now,
+	})
+	if err != nil && !apierrors.IsConflict(err) { // a conflict: another replica took it
+		return fmt.Errorf("release the lease: %w", err)
+	}
+	return nil
+}
+
+// termEnd ends a term in which this replica acted, and says how it ended:
+// actErr is what acting returned, lost whether the Lease had ended by then.
+// Acting that stopped on its own (a shutdown, or it could not act) while the
+// Lease was still this replica's gives it up for a standby.
+func (d *daemon) termEnd(ctx context.Context, lock resourcelock.Interface, id string, actErr error, lost bool) error {
+	if !lost {
+		if err := release(lock, id, d.o.File.Config.LeaderElection.RenewDeadline.Std()); err != nil {
+			d.log.Warn("leader election: cannot release the Lease; a standby takes over once it expires", "err", err)
+		}
+	}
 	switch {
 	case errors.Is(actErr, errLeaseEnded):
 	case actErr != nil && !lost && ctx.Err() == nil:
