@@ -73,7 +73,7 @@ func (d *daemon) term(ctx context.Context, lock resourcelock.Interface, id strin
 		// release (for up to renewDeadline) before it ends the leading
 		// context, so a leader cut off from the API server would act on
 		// while another takes the Lease. The term releases it itself, once
-		// acting has stopped (release).
+		// acting has stopped (releaseLease).
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lease context.Context) {
 				mu.Lock()
@@ -120,17 +120,28 @@ func (d *daemon) term(ctx context.Context, lock resourcelock.Interface, id strin
 	wasLeading := leading
 	mu.Unlock()
 	if !wasLeading {
+		if elector.IsLeader() { // won as the shutdown came, and never acted
+			d.release(lock, id)
+		}
 		return nil
 	}
 	<-done
 	return d.termEnd(ctx, lock, id, actErr, lost)
 }
 
-// release gives the Lease up if id still holds it (what client-go's release
+// release gives the Lease up if this replica still holds it (releaseLease),
+// saying so when it cannot.
+func (d *daemon) release(lock resourcelock.Interface, id string) {
+	if err := releaseLease(lock, id, d.o.File.Config.LeaderElection.RenewDeadline.Std()); err != nil {
+		d.log.Warn("leader election: cannot release the Lease; a standby takes over once it expires", "err", err)
+	}
+}
+
+// releaseLease gives the Lease up if id still holds it (what client-go's release
 // writes: no holder, a lease of one second), so that a standby takes over at
 // once rather than after leaseDuration. The update is conditional on the
 // version read: a Lease another replica took meanwhile stays its own.
-func release(lock resourcelock.Interface, id string, timeout time.Duration) error {
+func releaseLease(lock resourcelock.Interface, id string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	rec, _, err := lock.Get(ctx)
@@ -156,9 +167,7 @@ func release(lock resourcelock.Interface, id string, timeout time.Duration) erro
 // Lease was still this replica's gives it up for a standby.
 func (d *daemon) termEnd(ctx context.Context, lock resourcelock.Interface, id string, actErr error, lost bool) error {
 	if !lost {
-		if err := release(lock, id, d.o.File.Config.LeaderElection.RenewDeadline.Std()); err != nil {
-			d.log.Warn("leader election: cannot release the Lease; a standby takes over once it expires", "err", err)
-		}
+		d.release(lock, id)
 	}
 	switch {
 	case errors.Is(actErr, errLeaseEnded):

@@ -153,3 +153,35 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 			halted.Sub(cutAt).Round(time.Millisecond), tookAt.Sub(cutAt).Round(time.Millisecond), halted.Sub(tookAt).Round(time.Millisecond))
 	}
 }
+
+// releaseLease clears the holder of a Lease this replica holds, and leaves
+// one that another replica holds as it is.
+func TestReleaseLeaseGivesUpOnlyItsOwn(t *testing.T) {
+	t.Parallel()
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	ns := fmt.Sprintf("release-%d", time.Now().UnixNano()%100000)
+	if _, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, holder := range []string{"me", "other"} {
+		lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: ns, Name: holder}, Client: kube.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: holder}}
+		now := metav1.NewTime(time.Now())
+		if err := lock.Create(t.Context(), resourcelock.LeaderElectionRecord{HolderIdentity: holder, LeaseDurationSeconds: 15, AcquireTime: now, RenewTime: now}); err != nil {
+			t.Fatal(err)
+		}
+		if err := releaseLease(lock, "me", 10*time.Second); err != nil {
+			t.Fatalf("release of the Lease %s holds: %v", holder, err)
+		}
+		rec, _, err := lock.Get(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch want := map[string]string{"me": "", "other": "other"}[holder]; {
+		case rec.HolderIdentity != want:
+			t.Errorf("Lease held by %s, released by me: holder %q, want %q", holder, rec.HolderIdentity, want)
+		case want == "" && rec.LeaseDurationSeconds != 1:
+			t.Errorf("released Lease lasts %ds, want 1", rec.LeaseDurationSeconds)
+		}
+	}
+}
