@@ -84,7 +84,7 @@ func (d *daemon) term(ctx context.Context, lock resourcelock.Interface, id strin
 				leading = true
 				mu.Unlock()
 				defer close(done)
-				defer cancel() // the term ends with acting: release the Lease
+				defer cancel() // the term ends with acting (then the Lease is released)
 				d.log.Info("leader election: this replica leads; acting", "identity", id)
 				actErr = d.act(ctx, lease)
 				lost = lease.Err() != nil
