@@ -163,12 +163,11 @@ func releaseLease(lock resourcelock.Interface, id string, timeout time.Duration)
 
 // termEnd ends a term in which this replica acted, and says how it ended:
 // actErr is what acting returned, lost whether the Lease had ended by then.
-// Acting that stopped on its own (a shutdown, or it could not act) while the
-// Lease was still this replica's gives it up for a standby.
+// Acting has stopped: a Lease this replica still holds (a shutdown, acting
+// that could not go on, a shutdown as the Lease ended) is given up for a
+// standby.
 func (d *daemon) termEnd(ctx context.Context, lock resourcelock.Interface, id string, actErr error, lost bool) error {
-	if !lost {
-		d.release(lock, id)
-	}
+	d.release(lock, id)
 	switch {
 	case errors.Is(actErr, errLeaseEnded):
 	case actErr != nil && !lost && ctx.Err() == nil:
