@@ -13,8 +13,8 @@ func (w *Watcher) QueueSamples() []metrics.QueueSample {
 	out := make([]metrics.QueueSample, 0, len(p.queues))
 	var onDisk map[string]int
 	for name := range p.queues {
-		s := w.set.sample(name)
-		if w.durable != nil && w.durable.pager.behind(name) {
+		s, behind := w.sample(name)
+		if behind {
 			if onDisk == nil {
 				var err error
 				if onDisk, err = w.durable.store.PendingActions(); err != nil {
@@ -28,11 +28,17 @@ func (w *Watcher) QueueSamples() []metrics.QueueSample {
 	return out
 }
 
-// behind reports whether some of action's undelivered events are on disk
-// only: it is spilled (otherwise memory holds every one).
-func (pg *pager) behind(action string) bool {
+// sample is the action's counts, and whether some of its undelivered events
+// are on disk only (it is spilled; otherwise memory holds every one). Both are
+// read under the pager's lock, under which it moves events from disk to
+// memory: a page-in between the two would leave its events out of both.
+func (w *Watcher) sample(action string) (metrics.QueueSample, bool) {
+	if w.durable == nil {
+		return w.set.sample(action), false
+	}
+	pg := w.durable.pager
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	a := pg.actions[action]
-	return a != nil && a.spilled
+	return w.set.sample(action), a != nil && a.spilled
 }
