@@ -6,8 +6,9 @@ import "github.com/dynwatch/dynwatch/metrics"
 // every queue it has had (a reload that replaces a queue resets none), and
 // its depth, every undelivered event of the action. With state, an action
 // whose backlog outgrew its window in memory has the rest on disk: its depth
-// is counted there (a walk of its durable queue's pages, about 11 ms per
-// 100 000 events, and only while it is behind).
+// is counted there (a walk of its durable queue's pages, only while it is
+// behind: for 100 000 events of 2 KB about 10 ms with the file in the page
+// cache, 60 ms without; of 8 KB, 0.1 to 0.3 s).
 func (w *Watcher) QueueSamples() []metrics.QueueSample {
 	p := w.pipe.Load()
 	out := make([]metrics.QueueSample, 0, len(p.queues))
