@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -62,12 +64,16 @@ func (d *daemon) term(ctx context.Context, lock resourcelock.Interface, id strin
 		done    = make(chan struct{})
 	)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		Name:            le.Name,
-		LeaseDuration:   le.LeaseDuration.Std(),
-		RenewDeadline:   le.RenewDeadline.Std(),
-		RetryPeriod:     le.RetryPeriod.Std(),
-		ReleaseOnCancel: true,
+		Lock:          lock,
+		Name:          le.Name,
+		LeaseDuration: le.LeaseDuration.Std(),
+		RenewDeadline: le.RenewDeadline.Std(),
+		RetryPeriod:   le.RetryPeriod.Std(),
+		// Not ReleaseOnCancel: after a failed renewal client-go would try a
+		// release (for up to renewDeadline) before it ends the leading
+		// context, so a leader cut off from the API server would act on
+		// while another takes the Lease. The term releases it itself, once
+		// acting has stopped (releaseLease).
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lease context.Context) {
 				mu.Lock()
@@ -78,7 +84,7 @@ func (d *daemon) term(ctx context.Context, lock resourcelock.Interface, id strin
 				leading = true
 				mu.Unlock()
 				defer close(done)
-				defer cancel() // the term ends with acting: release the Lease
+				defer cancel() // the term ends with acting (then the Lease is released)
 				d.log.Info("leader election: this replica leads; acting", "identity", id)
 				actErr = d.act(ctx, lease)
 				lost = lease.Err() != nil
@@ -114,15 +120,54 @@ func (d *daemon) term(ctx context.Context, lock resourcelock.Interface, id strin
 	wasLeading := leading
 	mu.Unlock()
 	if !wasLeading {
+		if elector.IsLeader() { // won as the shutdown came, and never acted
+			d.release(lock, id)
+		}
 		return nil
 	}
 	<-done
-	return d.termEnd(ctx, actErr, lost)
+	return d.termEnd(ctx, lock, id, actErr, lost)
 }
 
-// termEnd says how a term in which this replica acted ended: actErr is what
-// acting returned, lost whether the Lease had ended by then.
-func (d *daemon) termEnd(ctx context.Context, actErr error, lost bool) error {
+// release gives the Lease up if this replica still holds it (releaseLease),
+// saying so when it cannot.
+func (d *daemon) release(lock resourcelock.Interface, id string) {
+	if err := releaseLease(lock, id, d.o.File.Config.LeaderElection.RenewDeadline.Std()); err != nil {
+		d.log.Warn("leader election: cannot release the Lease; a standby takes over once it expires", "err", err)
+	}
+}
+
+// releaseLease gives the Lease up if id still holds it (what client-go's release
+// writes: no holder, a lease of one second), so that a standby takes over at
+// once rather than after leaseDuration. The update is conditional on the
+// version read: a Lease another replica took meanwhile stays its own.
+func releaseLease(lock resourcelock.Interface, id string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	rec, _, err := lock.Get(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("read the lease: %w", err)
+	case rec.HolderIdentity != id:
+		return nil
+	}
+	now := metav1.NewTime(time.Now())
+	err = lock.Update(ctx, resourcelock.LeaderElectionRecord{
+		LeaderTransitions: rec.LeaderTransitions, LeaseDurationSeconds: 1, RenewTime: now, AcquireTime: now,
+	})
+	if err != nil && !apierrors.IsConflict(err) { // a conflict: another replica took it
+		return fmt.Errorf("release the lease: %w", err)
+	}
+	return nil
+}
+
+// termEnd ends a term in which this replica acted, and says how it ended:
+// actErr is what acting returned, lost whether the Lease had ended by then.
+// Acting has stopped: a Lease this replica still holds (a shutdown, acting
+// that could not go on, a shutdown as the Lease ended) is given up for a
+// standby.
+func (d *daemon) termEnd(ctx context.Context, lock resourcelock.Interface, id string, actErr error, lost bool) error {
+	d.release(lock, id)
 	switch {
 	case errors.Is(actErr, errLeaseEnded):
 	case actErr != nil && !lost && ctx.Err() == nil:

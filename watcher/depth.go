@@ -6,15 +6,16 @@ import "github.com/dynwatch/dynwatch/metrics"
 // every queue it has had (a reload that replaces a queue resets none), and
 // its depth, every undelivered event of the action. With state, an action
 // whose backlog outgrew its window in memory has the rest on disk: its depth
-// is counted there (a walk of its durable queue's pages, about 11 ms per
-// 100 000 events, and only while it is behind).
+// is counted there (a walk of its durable queue's pages, only while it is
+// behind: for 100 000 events of 2 KB about 10 ms with the file in the page
+// cache, 60 ms without; of 8 KB, 0.1 to 0.3 s).
 func (w *Watcher) QueueSamples() []metrics.QueueSample {
 	p := w.pipe.Load()
 	out := make([]metrics.QueueSample, 0, len(p.queues))
 	var onDisk map[string]int
 	for name := range p.queues {
-		s := w.set.sample(name)
-		if w.durable != nil && w.durable.pager.behind(name) {
+		s, behind := w.sample(name)
+		if behind {
 			if onDisk == nil {
 				var err error
 				if onDisk, err = w.durable.store.PendingActions(); err != nil {
@@ -28,11 +29,17 @@ func (w *Watcher) QueueSamples() []metrics.QueueSample {
 	return out
 }
 
-// behind reports whether some of action's undelivered events are on disk
-// only: it is spilled (otherwise memory holds every one).
-func (pg *pager) behind(action string) bool {
+// sample is the action's counts, and whether some of its undelivered events
+// are on disk only (it is spilled; otherwise memory holds every one). Both are
+// read under the pager's lock, under which it moves events from disk to
+// memory: a page-in between the two would leave its events out of both.
+func (w *Watcher) sample(action string) (metrics.QueueSample, bool) {
+	if w.durable == nil {
+		return w.set.sample(action), false
+	}
+	pg := w.durable.pager
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	a := pg.actions[action]
-	return a != nil && a.spilled
+	return w.set.sample(action), a != nil && a.spilled
 }

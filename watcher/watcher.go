@@ -383,7 +383,12 @@ func (w *Watcher) startQueue(qr *queueRun, file *plan.File) {
 	w.set.start(qr.q)
 	w.queueWG.Go(func() {
 		_ = qr.q.Run(ctx, grace)
-		w.set.stopped(qr.q, w.Queue(qr.spec.Name) == qr.q)
+		// Whether qr is still current is read under w.mu: a queue a reload
+		// replaced can stop before that reload has published the new pipeline.
+		w.mu.Lock()
+		current := w.queues[qr.spec.Name] == qr
+		w.mu.Unlock()
+		w.set.stopped(qr.q, current)
 		if w.durable == nil {
 			w.lost.Add(qr.q.Stats().Abandoned)
 		}
