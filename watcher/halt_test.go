@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -26,13 +27,17 @@ actions:
 }
 
 // stopRun stops r's watcher and waits for its Run to return: every queue has
-// then stopped, those that drain included.
+// then stopped, those that drain included. Halted without state, the events
+// still queued are lost, and Run must say so (ErrUndelivered).
 func stopRun(t *testing.T, r *running) {
 	t.Helper()
 	r.cancel()
 	select {
 	case err := <-r.done:
-		r.done <- err // for the cleanup's stop
+		if !errors.Is(err, ErrUndelivered) {
+			t.Errorf("the watcher's Run returned %v, want %v", err, ErrUndelivered)
+		}
+		r.done <- nil // for the cleanup's stop: checked here
 	case <-time.After(60 * time.Second):
 		t.Fatal("the watcher did not stop within 60s")
 	}
