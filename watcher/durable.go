@@ -48,6 +48,9 @@ type durable struct {
 	// beforeCompare, when set (by tests), runs when a list is complete, before
 	// its comparison with the records is submitted.
 	beforeCompare func(dyninformer.Key)
+	// afterStart, when set (by tests), runs once a Set has started its
+	// informers, before its caller goes on.
+	afterStart func()
 }
 
 func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline], m *metrics.Metrics) *durable {

@@ -56,15 +56,22 @@ func (w *Watcher) setWatchesLocked(watches []dyninformer.Watch, lists dyninforme
 		}
 	}
 	if lists != dyninformer.ListsNew || !back {
-		started, epoch := w.mgr.Set(watches, lists)
-		w.durable.startListing(started, lists)
-		return started, epoch
+		return w.setListingLocked(watches, lists)
 	}
-	started, _ := w.mgr.Set(known, dyninformer.ListsKnown)
-	w.durable.startListing(started, dyninformer.ListsKnown)
-	more, epoch := w.mgr.Set(watches, dyninformer.ListsNew)
-	w.durable.startListing(more, dyninformer.ListsNew)
+	started, _ := w.setListingLocked(known, dyninformer.ListsKnown)
+	more, epoch := w.setListingLocked(watches, dyninformer.ListsNew)
 	return append(started, more...), epoch
+}
+
+// setListingLocked is the manager's Set, with the lists of the watches it
+// adds noted for the comparison with the records before their informers
+// start: no object of a first list comes before its listing. w.mu is held.
+func (w *Watcher) setListingLocked(watches []dyninformer.Watch, lists dyninformer.Lists) ([]dyninformer.Started, uint64) {
+	started, epoch := w.mgr.SetThen(watches, lists, func(s []dyninformer.Started) { w.durable.startListing(s, lists) })
+	if w.durable.afterStart != nil {
+		w.durable.afterStart()
+	}
+	return started, epoch
 }
 
 // noteVanishedLocked notes, on a refresh of discovery, the running watches
