@@ -24,8 +24,13 @@ func (w *Watcher) takeBacklogLocked(name string, qr *queueRun) {
 	}
 	if old := w.removed[name]; old != nil {
 		delete(w.removed, name)
-		old.q.Halt()        // what it holds is on disk, and paged in again below
-		old.q.HandOff(qr.q) // qr's Run waits for old's to return: no attempt overlaps
+		// What old holds is on disk, and paged in again below: it stops and
+		// moves nothing to qr (else qr would hold those deliveries twice,
+		// an object's older events after its newer ones), and qr's Run waits
+		// for old's to return, so no attempt overlaps. old's context is
+		// done already (the reload that removed it).
+		old.q.Halt()
+		old.q.Follow(qr.q)
 	}
 	w.durable.pager.restart(name)
 }
