@@ -296,6 +296,10 @@ func (q *Queue) Follow(next *Queue) {
 	next.mu.Unlock()
 }
 
+// Stopped is closed once Run has returned: every attempt has ended and every
+// Done callback has run.
+func (q *Queue) Stopped() <-chan struct{} { return q.handedOff }
+
 // Run delivers until ctx is done, then drains for up to grace, and returns after
 // every worker has exited. What is still queued then is logged by event id. If
 // HandOff is called first, Run hands its backlog over and returns.
