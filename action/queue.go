@@ -296,6 +296,19 @@ func (q *Queue) HandOff(next *Queue) {
 	close(q.retire)
 }
 
+// Follow makes next's Run wait until this queue's has returned, without
+// moving anything to next: for a queue whose backlog next gets from elsewhere
+// (a durable queue's, read again from disk). This queue must be stopping.
+func (q *Queue) Follow(next *Queue) {
+	next.mu.Lock()
+	next.after = q.handedOff
+	next.mu.Unlock()
+}
+
+// Stopped is closed once Run has returned: every attempt has ended and every
+// Done callback has run.
+func (q *Queue) Stopped() <-chan struct{} { return q.handedOff }
+
 // Run delivers until ctx is done, then drains for up to grace, and returns after
 // every worker has exited. What is still queued then is logged by event id. If
 // HandOff is called first, Run hands its backlog over and returns.

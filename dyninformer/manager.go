@@ -166,12 +166,22 @@ const (
 // Run, and for a watch that replaces one on another version of the same
 // resource, they are always known.
 func (m *Manager) Set(watches []Watch, lists Lists) (started []Started, epoch uint64) {
+	return m.SetThen(watches, lists, nil)
+}
+
+// SetThen is Set, and calls before (when not nil) with the watches it adds
+// before any of their informers starts: what the caller notes of them there is
+// in place when their first event comes.
+func (m *Manager) SetThen(watches []Watch, lists Lists, before func([]Started)) (started []Started, epoch uint64) {
 	m.mu.Lock()
 	started, epoch, stopped, added := m.setLocked(watches, lists)
 	m.mu.Unlock()
 	// Without m.mu: a handler call in flight may read the manager.
 	for _, e := range stopped {
 		e.calls.stop()
+	}
+	if before != nil {
+		before(started)
 	}
 	// Only now do the new informers start: no event of a watch that replaces
 	// one (another version of the resource) comes before the last of the old.

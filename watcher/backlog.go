@@ -17,15 +17,31 @@ func (w *Watcher) removedLocked(name string, qr *queueRun) {
 // first whatever its name has left on disk: the queue the name had (if a
 // reload removed it, and it may still be draining) stops at once and qr
 // starts only once it has, and the pager reads the name's durable queue again
-// from its start. w.mu is held.
+// from its start, once the old queue's last marks are on disk (what it
+// delivered is not read again). w.mu is held.
 func (w *Watcher) takeBacklogLocked(name string, qr *queueRun) {
 	if w.durable == nil {
 		return
 	}
-	if old := w.removed[name]; old != nil {
-		delete(w.removed, name)
-		old.q.Halt()        // what it holds is on disk, and paged in again below
-		old.q.HandOff(qr.q) // qr's Run waits for old's to return: no attempt overlaps
+	old := w.removed[name]
+	if old == nil {
+		w.durable.pager.restart(name, nil)
+		return
 	}
-	w.durable.pager.restart(name)
+	delete(w.removed, name)
+	// What old holds is on disk, and paged in again below: it stops and
+	// moves nothing to qr (else qr would hold those deliveries twice, an
+	// object's older events after its newer ones), and qr's Run waits for
+	// old's to return, so no attempt overlaps. old's context is done
+	// already (the reload that removed it).
+	old.q.Halt()
+	old.q.Follow(qr.q)
+	ready := make(chan struct{})
+	marks := w.durable.marks
+	go func() {
+		<-old.q.Stopped()
+		marks.Flush() // old's marks, submitted before it stopped
+		close(ready)
+	}()
+	w.durable.pager.restart(name, ready)
 }

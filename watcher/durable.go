@@ -48,6 +48,9 @@ type durable struct {
 	// beforeCompare, when set (by tests), runs when a list is complete, before
 	// its comparison with the records is submitted.
 	beforeCompare func(dyninformer.Key)
+	// afterStart, when set (by tests), runs once a Set has started its
+	// informers, before its caller goes on.
+	afterStart func()
 }
 
 func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline], m *metrics.Metrics) *durable {
@@ -137,7 +140,24 @@ func (d *durable) startListing(watches []dyninformer.Started, lists dyninformer.
 			return nil
 		})
 		d.listing[w.Key()] = l
+		if !l.diff {
+			d.baselineFirst(w.Key())
+		}
 	}
+}
+
+// baselineFirst records the baseline of a resource that appeared while
+// dynwatch runs before any of its objects is recorded: should dynwatch stop
+// (or be killed) before its list is on disk, the next start compares that
+// list with the records, and every object whose add was not written fires
+// one, rather than all of them being taken for a first baseline.
+func (d *durable) baselineFirst(k dyninformer.Key) {
+	b := baselineOf(k.GVR.Group, k.GVR.Resource, k.Namespace)
+	d.commits.Submit(func(tx *state.Tx) error { return tx.SetBaseline(b) }, func(err error) {
+		if err != nil && !errors.Is(err, state.ErrStopped) {
+			d.log.Error("state: cannot record the baseline of a new resource", "resource", k.String(), "err", err)
+		}
+	})
 }
 
 // listingKeys returns the watches whose initial list is not finished yet.

@@ -32,6 +32,8 @@ type paged struct {
 	// stay on disk too, so that order holds, until the pager catches up.
 	spilled bool
 	last    uint64 // the highest sequence number handed to memory
+	// held: not read yet (restart), new deliveries wait on disk.
+	held bool
 }
 
 func newPager(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline]) *pager {
@@ -120,12 +122,25 @@ func (pg *pager) spillAll() error {
 // restart makes the pager read action's durable queue again from its start,
 // before anything new goes to memory: for an action a reload (re-)adds, whose
 // earlier queue may have held deliveries that were neither delivered nor
-// left for the pager to read.
-func (pg *pager) restart(action string) {
+// left for the pager to read. With ready set, new deliveries stay on disk but
+// nothing is read until ready is closed: what an earlier queue still
+// delivers is then marked done, and not read again.
+func (pg *pager) restart(action string, ready <-chan struct{}) {
 	pg.mu.Lock()
-	defer pg.mu.Unlock()
-	pg.actions[action] = &paged{spilled: true}
-	pg.signal()
+	a := &paged{spilled: true, held: ready != nil}
+	pg.actions[action] = a
+	pg.mu.Unlock()
+	if ready == nil {
+		pg.signal()
+		return
+	}
+	go func() {
+		<-ready
+		pg.mu.Lock()
+		a.held = false
+		pg.mu.Unlock()
+		pg.signal()
+	}()
 }
 
 func (pg *pager) signal() {
@@ -158,7 +173,7 @@ func (pg *pager) pageIn() {
 	defer pg.mu.Unlock()
 	for name, a := range pg.actions {
 		q := p.queues[name]
-		if !a.spilled || q == nil {
+		if !a.spilled || a.held || q == nil {
 			continue
 		}
 		w := window(p, name)

@@ -12,7 +12,8 @@ import (
 // compared with the records as at a restart: what went in the gap fires a
 // replayed delete once, what did not change fires nothing. Gone for longer,
 // its records are dropped, and back later it is a new resource (every object
-// fires add).
+// fires add). A resource whose CRD the CRD watch saw deleted is gone at once,
+// not flapping (see crdgone.go).
 const vanishGrace = time.Minute
 
 // scopeKey is a watch's resource and namespace scope, whatever its version.
@@ -56,15 +57,22 @@ func (w *Watcher) setWatchesLocked(watches []dyninformer.Watch, lists dyninforme
 		}
 	}
 	if lists != dyninformer.ListsNew || !back {
-		started, epoch := w.mgr.Set(watches, lists)
-		w.durable.startListing(started, lists)
-		return started, epoch
+		return w.setListingLocked(watches, lists)
 	}
-	started, _ := w.mgr.Set(known, dyninformer.ListsKnown)
-	w.durable.startListing(started, dyninformer.ListsKnown)
-	more, epoch := w.mgr.Set(watches, dyninformer.ListsNew)
-	w.durable.startListing(more, dyninformer.ListsNew)
+	started, _ := w.setListingLocked(known, dyninformer.ListsKnown)
+	more, epoch := w.setListingLocked(watches, dyninformer.ListsNew)
 	return append(started, more...), epoch
+}
+
+// setListingLocked is the manager's Set, with the lists of the watches it
+// adds noted for the comparison with the records before their informers
+// start: no object of a first list comes before its listing. w.mu is held.
+func (w *Watcher) setListingLocked(watches []dyninformer.Watch, lists dyninformer.Lists) ([]dyninformer.Started, uint64) {
+	started, epoch := w.mgr.SetThen(watches, lists, func(s []dyninformer.Started) { w.durable.startListing(s, lists) })
+	if w.durable.afterStart != nil {
+		w.durable.afterStart()
+	}
+	return started, epoch
 }
 
 // noteVanishedLocked notes, on a refresh of discovery, the running watches
@@ -72,20 +80,27 @@ func (w *Watcher) setWatchesLocked(watches []dyninformer.Watch, lists dyninforme
 // vanishGrace ago or more, and returns the scopes running now. w.mu is held.
 func (w *Watcher) noteVanishedLocked(watches []dyninformer.Watch, lists dyninformer.Lists, now time.Time) map[scopeKey]bool {
 	wanted := map[scopeKey]bool{}
+	served := map[groupResource]bool{}
 	for _, wt := range watches {
-		wanted[scopeOf(wt.Key())] = true
+		s := scopeOf(wt.Key())
+		wanted[s] = true
+		served[groupResource{s.group, s.resource}] = true
+	}
+	var crdGone map[groupResource]bool // resources whose CRD was deleted: gone, not flapping
+	if lists == dyninformer.ListsNew {
+		crdGone = w.crdDeleted.take(served, now, w.vanishGrace)
 	}
 	watching := map[scopeKey]bool{}
 	for _, k := range w.mgr.Watches() {
 		s := scopeOf(k)
 		watching[s] = true
-		if lists == dyninformer.ListsNew && !wanted[s] {
+		if lists == dyninformer.ListsNew && !wanted[s] && !crdGone[groupResource{s.group, s.resource}] {
 			w.vanished[s] = vanishedWatch{key: k, at: now}
 			w.log.Info("resource left discovery; its records are kept in case it comes back", "resource", k.String(), "for", w.vanishGrace.String())
 		}
 	}
 	for s, v := range w.vanished {
-		if now.Sub(v.at) >= w.vanishGrace {
+		if now.Sub(v.at) >= w.vanishGrace || crdGone[groupResource{s.group, s.resource}] {
 			delete(w.vanished, s)
 		}
 	}

@@ -73,6 +73,9 @@ type Watcher struct {
 	// stopped serving, for vanishGrace (tests shorten it): see vanish.go.
 	vanished    map[scopeKey]vanishedWatch
 	vanishGrace time.Duration
+	// crdDeleted notes the CRDs the CRD watch saw deleted: their resources
+	// are not kept for vanishGrace.
+	crdDeleted deletedCRDs
 }
 
 // pipeline is one consistent view of the config: the rules by resource and the
@@ -153,7 +156,12 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 		Resync: file.Config.Defaults.Resync.Std(),
 		Logger: opts.Logger,
 	})
-	w.crds = dyninformer.NewManager(client, func(dyninformer.Key, *event.Event) { w.kick() }, dyninformer.Options{Logger: opts.Logger})
+	w.crds = dyninformer.NewManager(client, func(_ dyninformer.Key, ev *event.Event) {
+		if ev.Type == event.Delete {
+			w.crdDeleted.note(ev.Name, time.Now())
+		}
+		w.kick()
+	}, dyninformer.Options{Logger: opts.Logger})
 	_, _ = w.crds.Set([]dyninformer.Watch{{Resource: CRDResource}}, dyninformer.ListsKnown)
 	return w, nil
 }
