@@ -251,8 +251,8 @@ func (k *Kafka) record(d *event.Delivery) (*kgo.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render topic: %w", err)
 	}
-	if topic == "" {
-		return nil, fmt.Errorf("the topic template rendered empty")
+	if err := config.CheckKafkaTopic(topic); err != nil {
+		return nil, fmt.Errorf("the topic template rendered %w", err)
 	}
 	key := ObjectKey(d.Payload)
 	if k.key != nil {

@@ -96,6 +96,21 @@ type CloudEventsSpec struct {
 	Mode string `yaml:"mode"`
 }
 
+// CheckKafkaTopic reports a name Kafka refuses as a topic: empty, "." or
+// "..", over 249 characters, or with a character other than ASCII letters,
+// digits, '.', '_' and '-'.
+func CheckKafkaTopic(t string) error {
+	if t == "" || t == "." || t == ".." || len(t) > 249 {
+		return fmt.Errorf("%.40q is not a Kafka topic name (1 to 249 characters, not . or ..)", t)
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%.40q is not a Kafka topic name: %q is not a letter, digit, '.', '_' or '-'", t, c)
+		}
+	}
+	return nil
+}
+
 // UsesJetStream reports whether the action publishes to JetStream.
 func (n *NATSSpec) UsesJetStream() bool { return n.JetStream == nil || *n.JetStream }
 
@@ -115,6 +130,10 @@ func (k *KafkaSpec) validate(v *validator, p string) {
 	}
 	if k.Topic == "" {
 		v.errf(p+".topic", "required: a topic or a template")
+	} else if !strings.Contains(k.Topic, "{{") {
+		if err := CheckKafkaTopic(k.Topic); err != nil {
+			v.errf(p+".topic", "%v", err)
+		}
 	}
 	if k.Key == "" {
 		k.Key = KeyObject
