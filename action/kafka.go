@@ -245,6 +245,15 @@ func (k *Kafka) forget(p *pending) {
 	k.mu.Unlock()
 }
 
+// Finished forgets d's record once the queue is done with d: delivered, or
+// given up while the record was still unacknowledged (the client may still
+// produce it, ahead of the object's later records on its partition).
+func (k *Kafka) Finished(d *event.Delivery) {
+	k.mu.Lock()
+	delete(k.pending, DeliveryKey(d.Payload))
+	k.mu.Unlock()
+}
+
 // record builds d's record: its topic, key, headers and value.
 func (k *Kafka) record(d *event.Delivery) (*kgo.Record, error) {
 	topic, err := k.topic.render(d)
