@@ -137,8 +137,8 @@ func (n *NATS) message(d *event.Delivery) (*nats.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render subject: %w", err)
 	}
-	if subject == "" || strings.ContainsAny(subject, " \t\r\n*>") {
-		return nil, fmt.Errorf("the subject template rendered %q, not a subject to publish to", subject)
+	if err := config.CheckNATSSubject(subject); err != nil {
+		return nil, fmt.Errorf("the subject template rendered no subject to publish to: %w", err)
 	}
 	msg := nats.NewMsg(subject)
 	msg.Data = d.JSON

@@ -111,6 +111,19 @@ func CheckKafkaTopic(t string) error {
 	return nil
 }
 
+// CheckNATSSubject reports a subject no message can be published to: empty,
+// with white space or a wildcard, or with an empty token (a leading,
+// trailing or doubled '.').
+func CheckNATSSubject(s string) error {
+	if s == "" || strings.ContainsAny(s, " \t\r\n*>") {
+		return fmt.Errorf("a subject to publish to has no spaces or wildcards, got %q", s)
+	}
+	if strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") || strings.Contains(s, "..") {
+		return fmt.Errorf("a subject has no empty token (a leading, trailing or doubled '.'), got %q", s)
+	}
+	return nil
+}
+
 // UsesJetStream reports whether the action publishes to JetStream.
 func (n *NATSSpec) UsesJetStream() bool { return n.JetStream == nil || *n.JetStream }
 
@@ -180,8 +193,10 @@ func (n *NATSSpec) validate(v *validator, p string) {
 	}
 	if n.Subject == "" {
 		v.errf(p+".subject", "required: a subject or a template")
-	} else if !strings.Contains(n.Subject, "{{") && strings.ContainsAny(n.Subject, " \t*>") {
-		v.errf(p+".subject", "a subject to publish to has no spaces or wildcards, got %q", n.Subject)
+	} else if !strings.Contains(n.Subject, "{{") {
+		if err := CheckNATSSubject(n.Subject); err != nil {
+			v.errf(p+".subject", "%v", err)
+		}
 	}
 	n.Format = validateFormat(v, p+".format", n.Format, FormatJSON, FormatCloudEvents)
 	n.Token = expandEnv(v, p+".token", n.Token)
