@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -179,7 +181,9 @@ func (k *Kafka) Send(ctx context.Context, d *event.Delivery) error {
 	case <-p.done:
 		k.forget(p)
 		if p.err != nil {
-			return fmt.Errorf("kafka produce to %s: %w", p.topic, p.err)
+			err := fmt.Errorf("kafka produce to %s: %w", p.topic, p.err)
+			// A record too large never fits: that event fails, the action is up.
+			return &Failure{Err: err, Permanent: errors.Is(p.err, kerr.MessageTooLarge)}
 		}
 		return nil
 	case <-timer.C:

@@ -118,7 +118,7 @@ func (n *NATS) Send(ctx context.Context, d *event.Delivery) error {
 	defer cancel()
 	if n.js == nil {
 		if err := n.conn.PublishMsg(msg); err != nil {
-			return fmt.Errorf("nats publish to %s: %w", msg.Subject, err)
+			return natsFailure(fmt.Errorf("nats publish to %s: %w", msg.Subject, err))
 		}
 		if err := n.conn.FlushWithContext(ctx); err != nil {
 			return fmt.Errorf("nats publish to %s: %w", msg.Subject, err)
@@ -126,9 +126,19 @@ func (n *NATS) Send(ctx context.Context, d *event.Delivery) error {
 		return nil
 	}
 	if _, err := n.js.PublishMsg(ctx, msg, jetstream.WithMsgID(DeliveryKey(d.Payload))); err != nil {
-		return fmt.Errorf("jetstream publish to %s: %w", msg.Subject, err)
+		return natsFailure(fmt.Errorf("jetstream publish to %s: %w", msg.Subject, err))
 	}
 	return nil
+}
+
+// natsFailure is err as a failed attempt: permanent when the message is
+// larger than the server's max_payload or the stream's max_msg_size (it
+// never fits, and the action is up), else the server's being down.
+func natsFailure(err error) *Failure {
+	var api *jetstream.APIError
+	tooLarge := errors.Is(err, nats.ErrMaxPayload) ||
+		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
+	return &Failure{Err: err, Permanent: tooLarge}
 }
 
 // message builds d's message: its subject, headers and data.
