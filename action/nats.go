@@ -56,6 +56,13 @@ func newNATS(spec *config.NATSSpec, subject textOrTemplate, source string) (*NAT
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(natsReconnectWait),
+		// A login refused twice alike (an auth callout down, a server still
+		// loading its accounts) is an outage too: keep trying, never close
+		// the connection for good.
+		nats.IgnoreAuthErrorAbort(),
+		// The client's asynchronous errors would go to stderr, past the logs
+		// (a refused login every reconnectWait); a failed send says them.
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
 		// Publishes while disconnected fail rather than wait in a buffer that a
 		// crash would lose: the queue keeps them.
 		nats.ReconnectBufSize(-1),
@@ -112,6 +119,9 @@ func (n *NATS) Send(ctx context.Context, d *event.Delivery) error {
 		return &Failure{Err: err, Permanent: true}
 	}
 	if !n.conn.IsConnected() {
+		if last := n.conn.LastError(); last != nil {
+			return fmt.Errorf("nats %s: %w: %w", n.where, errNATSDown, last)
+		}
 		return fmt.Errorf("nats %s: %w", n.where, errNATSDown)
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.timeout)
