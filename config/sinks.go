@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -96,6 +98,28 @@ type CloudEventsSpec struct {
 	Mode string `yaml:"mode"`
 }
 
+// checkBroker reports a seed broker the client cannot dial: not host:port
+// with a port from 1 to 65535 (a host alone gets 9092), or several in one item.
+func checkBroker(b string) error {
+	if strings.Contains(b, ",") {
+		return fmt.Errorf("one broker per list item, got %q", b)
+	}
+	if b == "" || strings.Contains(b, "://") {
+		return fmt.Errorf("want host:port, got %q", b)
+	}
+	host, port, err := net.SplitHostPort(b)
+	if err != nil {
+		if strings.Count(b, ":") == 0 {
+			return nil // a host alone: the client uses port 9092
+		}
+		return fmt.Errorf("want host:port, got %q", b)
+	}
+	if n, err := strconv.Atoi(port); host == "" || err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("want host:port with a port from 1 to 65535, got %q", b)
+	}
+	return nil
+}
+
 // CheckKafkaTopic reports a name Kafka refuses as a topic: empty, "." or
 // "..", over 249 characters, or with a character other than ASCII letters,
 // digits, '.', '_' and '-'.
@@ -137,8 +161,8 @@ func (k *KafkaSpec) validate(v *validator, p string) {
 	for i := range k.Brokers {
 		bp := fmt.Sprintf("%s.brokers[%d]", p, i)
 		k.Brokers[i] = expandEnv(v, bp, k.Brokers[i])
-		if k.Brokers[i] == "" || strings.Contains(k.Brokers[i], "://") {
-			v.errf(bp, "want host:port, got %q", k.Brokers[i])
+		if err := checkBroker(k.Brokers[i]); err != nil {
+			v.errf(bp, "%v", err)
 		}
 	}
 	if k.Topic == "" {
