@@ -164,7 +164,10 @@ func (n *NATS) message(d *event.Delivery) (*nats.Msg, error) {
 	msg.Data = d.JSON
 	msg.Header.Set("Dynwatch-Delivery-Id", DeliveryKey(d.Payload))
 	if n.ce {
+		// The NATS binding maps datacontenttype to ce-datacontenttype like
+		// any attribute; Content-Type stays for readers that look there.
 		msg.Header.Set("Content-Type", "application/json")
+		msg.Header.Set("ce-datacontenttype", "application/json")
 		for _, a := range ceAttributes(d, n.source) {
 			msg.Header.Set("ce-"+a.name, ceHeaderValue(a.value))
 		}
