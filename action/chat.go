@@ -93,7 +93,7 @@ func slackMessage(p *event.Payload) ([]byte, error) {
 		Text   string       `json:"text"`
 		Blocks []slackBlock `json:"blocks"`
 	}{
-		Text: "dynwatch: " + title,
+		Text: slackEscape("dynwatch: " + title), // mrkdwn: a name must not mention or link
 		Blocks: []slackBlock{
 			{Type: "header", Text: &slackText{"plain_text", clip(title, 150)}},
 			{Type: "section", Fields: fields},

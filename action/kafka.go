@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -179,7 +181,9 @@ func (k *Kafka) Send(ctx context.Context, d *event.Delivery) error {
 	case <-p.done:
 		k.forget(p)
 		if p.err != nil {
-			return fmt.Errorf("kafka produce to %s: %w", p.topic, p.err)
+			err := fmt.Errorf("kafka produce to %s: %w", p.topic, p.err)
+			// A record too large never fits: that event fails, the action is up.
+			return &Failure{Err: err, Permanent: errors.Is(p.err, kerr.MessageTooLarge)}
 		}
 		return nil
 	case <-timer.C:
@@ -245,14 +249,23 @@ func (k *Kafka) forget(p *pending) {
 	k.mu.Unlock()
 }
 
+// Finished forgets d's record once the queue is done with d: delivered, or
+// given up while the record was still unacknowledged (the client may still
+// produce it, ahead of the object's later records on its partition).
+func (k *Kafka) Finished(d *event.Delivery) {
+	k.mu.Lock()
+	delete(k.pending, DeliveryKey(d.Payload))
+	k.mu.Unlock()
+}
+
 // record builds d's record: its topic, key, headers and value.
 func (k *Kafka) record(d *event.Delivery) (*kgo.Record, error) {
 	topic, err := k.topic.render(d)
 	if err != nil {
 		return nil, fmt.Errorf("render topic: %w", err)
 	}
-	if topic == "" {
-		return nil, fmt.Errorf("the topic template rendered empty")
+	if err := config.CheckKafkaTopic(topic); err != nil {
+		return nil, fmt.Errorf("the topic template rendered %w", err)
 	}
 	key := ObjectKey(d.Payload)
 	if k.key != nil {

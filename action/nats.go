@@ -56,6 +56,13 @@ func newNATS(spec *config.NATSSpec, subject textOrTemplate, source string) (*NAT
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(natsReconnectWait),
+		// A login refused twice alike (an auth callout down, a server still
+		// loading its accounts) is an outage too: keep trying, never close
+		// the connection for good.
+		nats.IgnoreAuthErrorAbort(),
+		// The client's asynchronous errors would go to stderr, past the logs
+		// (a refused login every reconnectWait); a failed send says them.
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
 		// Publishes while disconnected fail rather than wait in a buffer that a
 		// crash would lose: the queue keeps them.
 		nats.ReconnectBufSize(-1),
@@ -112,13 +119,16 @@ func (n *NATS) Send(ctx context.Context, d *event.Delivery) error {
 		return &Failure{Err: err, Permanent: true}
 	}
 	if !n.conn.IsConnected() {
+		if last := n.conn.LastError(); last != nil {
+			return fmt.Errorf("nats %s: %w: %w", n.where, errNATSDown, last)
+		}
 		return fmt.Errorf("nats %s: %w", n.where, errNATSDown)
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
 	if n.js == nil {
 		if err := n.conn.PublishMsg(msg); err != nil {
-			return fmt.Errorf("nats publish to %s: %w", msg.Subject, err)
+			return natsFailure(fmt.Errorf("nats publish to %s: %w", msg.Subject, err))
 		}
 		if err := n.conn.FlushWithContext(ctx); err != nil {
 			return fmt.Errorf("nats publish to %s: %w", msg.Subject, err)
@@ -126,9 +136,19 @@ func (n *NATS) Send(ctx context.Context, d *event.Delivery) error {
 		return nil
 	}
 	if _, err := n.js.PublishMsg(ctx, msg, jetstream.WithMsgID(DeliveryKey(d.Payload))); err != nil {
-		return fmt.Errorf("jetstream publish to %s: %w", msg.Subject, err)
+		return natsFailure(fmt.Errorf("jetstream publish to %s: %w", msg.Subject, err))
 	}
 	return nil
+}
+
+// natsFailure is err as a failed attempt: permanent when the message is
+// larger than the server's max_payload or the stream's max_msg_size (it
+// never fits, and the action is up), else the server's being down.
+func natsFailure(err error) *Failure {
+	var api *jetstream.APIError
+	tooLarge := errors.Is(err, nats.ErrMaxPayload) ||
+		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
+	return &Failure{Err: err, Permanent: tooLarge}
 }
 
 // message builds d's message: its subject, headers and data.
@@ -137,14 +157,17 @@ func (n *NATS) message(d *event.Delivery) (*nats.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render subject: %w", err)
 	}
-	if subject == "" || strings.ContainsAny(subject, " \t\r\n*>") {
-		return nil, fmt.Errorf("the subject template rendered %q, not a subject to publish to", subject)
+	if err := config.CheckNATSSubject(subject); err != nil {
+		return nil, fmt.Errorf("the subject template rendered no subject to publish to: %w", err)
 	}
 	msg := nats.NewMsg(subject)
 	msg.Data = d.JSON
 	msg.Header.Set("Dynwatch-Delivery-Id", DeliveryKey(d.Payload))
 	if n.ce {
+		// The NATS binding maps datacontenttype to ce-datacontenttype like
+		// any attribute; Content-Type stays for readers that look there.
 		msg.Header.Set("Content-Type", "application/json")
+		msg.Header.Set("ce-datacontenttype", "application/json")
 		for _, a := range ceAttributes(d, n.source) {
 			msg.Header.Set("ce-"+a.name, ceHeaderValue(a.value))
 		}

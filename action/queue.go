@@ -25,6 +25,13 @@ type Sender interface {
 	Send(ctx context.Context, d *event.Delivery) error
 }
 
+// Finisher is a Sender that keeps something per delivery across attempts
+// (kafka: its record not acknowledged yet). The queue calls Finished once it
+// is done with d, delivered or given up, so that nothing is kept for ever.
+type Finisher interface {
+	Finished(d *event.Delivery)
+}
+
 // Failure is a failed attempt with what the receiver said about retrying.
 type Failure struct {
 	Err error
@@ -533,6 +540,9 @@ func (q *Queue) finish(key string) {
 	}
 	q.total--
 	q.mu.Unlock()
+	if f, ok := q.sender.(Finisher); ok {
+		f.Finished(head.d)
+	}
 	if q.done != nil {
 		q.done(head.d)
 	}

@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -96,6 +98,56 @@ type CloudEventsSpec struct {
 	Mode string `yaml:"mode"`
 }
 
+// checkBroker reports a seed broker the client cannot dial: not host:port
+// with a port from 1 to 65535 (a host alone gets 9092), or several in one item.
+func checkBroker(b string) error {
+	if strings.Contains(b, ",") {
+		return fmt.Errorf("one broker per list item, got %q", b)
+	}
+	if b == "" || strings.Contains(b, "://") {
+		return fmt.Errorf("want host:port, got %q", b)
+	}
+	host, port, err := net.SplitHostPort(b)
+	if err != nil {
+		if strings.Count(b, ":") == 0 {
+			return nil // a host alone: the client uses port 9092
+		}
+		return fmt.Errorf("want host:port, got %q", b)
+	}
+	if n, err := strconv.Atoi(port); host == "" || err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("want host:port with a port from 1 to 65535, got %q", b)
+	}
+	return nil
+}
+
+// CheckKafkaTopic reports a name Kafka refuses as a topic: empty, "." or
+// "..", over 249 characters, or with a character other than ASCII letters,
+// digits, '.', '_' and '-'.
+func CheckKafkaTopic(t string) error {
+	if t == "" || t == "." || t == ".." || len(t) > 249 {
+		return fmt.Errorf("%.40q is not a Kafka topic name (1 to 249 characters, not . or ..)", t)
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%.40q is not a Kafka topic name: %q is not a letter, digit, '.', '_' or '-'", t, c)
+		}
+	}
+	return nil
+}
+
+// CheckNATSSubject reports a subject no message can be published to: empty,
+// with white space or a wildcard, or with an empty token (a leading,
+// trailing or doubled '.').
+func CheckNATSSubject(s string) error {
+	if s == "" || strings.ContainsAny(s, " \t\r\n*>") {
+		return fmt.Errorf("a subject to publish to has no spaces or wildcards, got %q", s)
+	}
+	if strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") || strings.Contains(s, "..") {
+		return fmt.Errorf("a subject has no empty token (a leading, trailing or doubled '.'), got %q", s)
+	}
+	return nil
+}
+
 // UsesJetStream reports whether the action publishes to JetStream.
 func (n *NATSSpec) UsesJetStream() bool { return n.JetStream == nil || *n.JetStream }
 
@@ -109,12 +161,16 @@ func (k *KafkaSpec) validate(v *validator, p string) {
 	for i := range k.Brokers {
 		bp := fmt.Sprintf("%s.brokers[%d]", p, i)
 		k.Brokers[i] = expandEnv(v, bp, k.Brokers[i])
-		if k.Brokers[i] == "" || strings.Contains(k.Brokers[i], "://") {
-			v.errf(bp, "want host:port, got %q", k.Brokers[i])
+		if err := checkBroker(k.Brokers[i]); err != nil {
+			v.errf(bp, "%v", err)
 		}
 	}
 	if k.Topic == "" {
 		v.errf(p+".topic", "required: a topic or a template")
+	} else if !strings.Contains(k.Topic, "{{") {
+		if err := CheckKafkaTopic(k.Topic); err != nil {
+			v.errf(p+".topic", "%v", err)
+		}
 	}
 	if k.Key == "" {
 		k.Key = KeyObject
@@ -161,8 +217,10 @@ func (n *NATSSpec) validate(v *validator, p string) {
 	}
 	if n.Subject == "" {
 		v.errf(p+".subject", "required: a subject or a template")
-	} else if !strings.Contains(n.Subject, "{{") && strings.ContainsAny(n.Subject, " \t*>") {
-		v.errf(p+".subject", "a subject to publish to has no spaces or wildcards, got %q", n.Subject)
+	} else if !strings.Contains(n.Subject, "{{") {
+		if err := CheckNATSSubject(n.Subject); err != nil {
+			v.errf(p+".subject", "%v", err)
+		}
 	}
 	n.Format = validateFormat(v, p+".format", n.Format, FormatJSON, FormatCloudEvents)
 	n.Token = expandEnv(v, p+".token", n.Token)
