@@ -144,7 +144,6 @@ func (w *Webhook) Close() error {
 	return nil
 }
 
-
 // parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
 func parseRetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
