@@ -62,7 +62,7 @@ func (k *kubeFlags) connect() (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{host: cfg.Host}
+	c := &conn{host: serverURL(cfg)}
 	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
@@ -74,6 +74,17 @@ func (k *kubeFlags) connect() (*conn, error) {
 	}
 	c.disc = c.typed.Discovery()
 	return c, nil
+}
+
+// serverURL is the API server's URL as client-go dials it: a kubeconfig
+// server given without a scheme ("10.0.0.1:6443") gets the one client-go
+// uses, so the CloudEvents source is always a URI.
+func serverURL(cfg *rest.Config) string {
+	u, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return cfg.Host
+	}
+	return u.String()
 }
 
 // catalog reads discovery, warning on stderr about group versions that failed.
