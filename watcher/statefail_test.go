@@ -98,6 +98,13 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 		t.Fatalf("after recovery: %s, want the big update then the small one", summary(got))
 	}
 	waitUntil(t, "StateErr to clear", eventWait, func() bool { return r.w.StateErr() == nil })
+	// Every delivery so far is marked done on disk before the file refuses
+	// again: a mark the file refused would deliver that event again after the
+	// restart (at least once), which is not what this test is about.
+	waitUntil(t, "the deliveries marked done on disk", eventWait, func() bool {
+		pending, err := r.w.durable.store.PendingActions()
+		return err == nil && pending["hook"] == 0
+	})
 
 	// Refused again (now no write lands at all), and dynwatch stops before
 	// the disk recovers.
