@@ -106,8 +106,15 @@ rules:
 // that were there before do not see them again.
 func TestReloadAddedRuleOnStartAll(t *testing.T) {
 	ns, other := namespace(t), namespace(t)
-	create(t, cmGVR, ns, configMap(ns, "existing", nil))
-	create(t, cmGVR, other, configMap(other, "existing-other", nil))
+	// The cluster-wide rules select this test's objects by a label: the
+	// cluster-wide list also holds every ConfigMap of the tests that run
+	// beside this one, and firing on all of them only makes the test slow.
+	mine := func(o map[string]any) map[string]any {
+		o["metadata"].(map[string]any)["labels"] = map[string]any{"reload-test": ns}
+		return o
+	}
+	create(t, cmGVR, ns, mine(configMap(ns, "existing", nil)))
+	create(t, cmGVR, other, mine(configMap(other, "existing-other", nil)))
 	base := fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
 actions: [{name: stdout, log: {}}]
 rules:
@@ -142,17 +149,19 @@ rules:
 	// namespaced one, and lists again; only new-all may fire on that list.
 	reload(withSame + `  - name: new-all
     resources: [{group: "", resource: configmaps}]
+    labelSelector: reload-test=` + ns + `
     onStart: all
     actions: [stdout]
   - name: new-quiet
     resources: [{group: "", resource: configmaps}]
+    labelSelector: reload-test=` + ns + `
     actions: [stdout]
 `)
 	r.out.waitMatch(t, "new-all", eventWait, func(p event.Payload) bool { return p.Rule == "new-all" && p.Name == "existing-other" })
 	r.out.waitMatch(t, "new-all", eventWait, func(p event.Payload) bool { return p.Rule == "new-all" && p.Name == "existing" })
 	// And nothing more: a sentinel created now comes after that list in the
 	// cluster-wide watch.
-	create(t, cmGVR, other, configMap(other, "sentinel", nil))
+	create(t, cmGVR, other, mine(configMap(other, "sentinel", nil)))
 	count := map[string]int{}
 	for _, p := range r.settle(t, "stdout", "sentinel") {
 		if p.Namespace == ns || p.Namespace == other {
