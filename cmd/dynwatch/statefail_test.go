@@ -219,7 +219,7 @@ func TestRunStoppedWhileCommitsFailExitsOne(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d after a stop with events not written, want 1:\n%s", code, logs)
 	}
-	if n := strings.Count(logs, "notWritten="); n != 1 || strings.Contains(logs, "event not recorded") {
+	if n := strings.Count(logs, "what=events notWritten="); n != 1 || strings.Contains(logs, "event not recorded") {
 		t.Errorf("want one line with the count of events not written, none per event:\n%s", logs)
 	}
 
