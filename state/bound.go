@@ -6,7 +6,8 @@ import (
 )
 
 // DefaultMaxPendingBytes bounds what waits in memory while the state file
-// refuses commits: about 30 000 events of 2 KiB objects.
+// refuses commits: about 15 000 updates of 2 KiB objects (each holds the new
+// object and the old).
 const DefaultMaxPendingBytes = 64 << 20
 
 // commitOverhead is what one waiting change holds beyond the bytes Submit is
