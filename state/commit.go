@@ -35,7 +35,8 @@ const (
 // tried again, with backoff, until it lands: nothing submitted after it is
 // applied before it, so no object's record moves past an event that is not on
 // disk. Meanwhile later changes wait in memory (Submit never blocks: not an
-// informer, nor a reload holding its lock), and Err says why.
+// informer, nor a reload holding its lock), up to MaxPendingBytes (past it the
+// committer stops: see Submit), and Err says why.
 type Committer struct {
 	store *Store
 	opts  CommitterOptions
