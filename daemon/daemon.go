@@ -151,9 +151,10 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	case err == nil:
 	case errors.Is(err, watcher.ErrUndelivered) && lease != nil && lease.Err() != nil && ctx.Err() == nil:
 		// Halted by the lost Lease: without state.path what was queued is
-		// gone (each event was logged by id), and this replica stands by
-		// again like any other.
-		d.log.Warn("lost the lease with events neither delivered nor kept on disk (no state.path)", "err", err)
+		// gone (each event was logged by id); with it, what the file
+		// refused at the halt is replayed by the next leader's comparison
+		// with the records. This replica stands by again like any other.
+		d.log.Warn("lost the lease with events neither delivered nor kept on disk", "err", err)
 	default:
 		d.log.Error("dynwatch stopped", "err", err)
 		return ErrFailed

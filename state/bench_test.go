@@ -31,7 +31,7 @@ func BenchmarkCommit(b *testing.B) {
 				uid := fmt.Sprint("u-", i%1000)
 				rec := &Record{Namespace: "prod", Name: uid, ResourceVersion: fmt.Sprint(i), Hash: "0123456789abcdef0123456789abcdef"}
 				done := make(chan error, 1)
-				c.Submit(func(tx *Tx) error {
+				c.Submit(0, func(tx *Tx) error {
 					if err := tx.Put("apps/deployments", uid, rec); err != nil {
 						return err
 					}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -10,6 +11,12 @@ import (
 
 // ErrStopped is what a change submitted after Close gets.
 var ErrStopped = errors.New("dynwatch is stopping")
+
+// ErrGivenUp is wrapped by the error of a change given up unwritten: the file
+// refused commits when dynwatch stopped, or while too much waited in memory.
+// The committer has logged it once, with the count; the records on disk
+// predate the change, so the next start's comparison finds it.
+var ErrGivenUp = errors.New("not written: the state file refuses commits")
 
 // maxBatch bounds how many commits share one transaction.
 const maxBatch = 256
@@ -28,7 +35,8 @@ const (
 // tried again, with backoff, until it lands: nothing submitted after it is
 // applied before it, so no object's record moves past an event that is not on
 // disk. Meanwhile later changes wait in memory (Submit never blocks: not an
-// informer, nor a reload holding its lock), and Err says why.
+// informer, nor a reload holding its lock), up to MaxPendingBytes (past it the
+// committer stops: see Submit), and Err says why.
 type Committer struct {
 	store *Store
 	opts  CommitterOptions
@@ -41,7 +49,13 @@ type Committer struct {
 
 	mu      sync.Mutex
 	waiting []commit // submitted, not yet taken by Run
-	closed  bool     // Close was called: later submissions are refused
+	closed  bool     // Close was called (or the bound was reached): later submissions are refused
+	// pending counts what was submitted and is not done yet (waiting or in
+	// Run's batch): changes and their bytes, as Submit was told.
+	pendingN     int
+	pendingBytes int64
+	// overflow, once the bound was reached, is why the committer stopped.
+	overflow *OverflowError
 
 	errMu   sync.Mutex
 	failing error     // the last refusal while commits fail, else nil
@@ -56,9 +70,19 @@ type CommitterOptions struct {
 	Logger *slog.Logger
 	// Failed, when set, is called for every transaction the file refused.
 	Failed func(error)
+	// MaxPendingBytes bounds what may wait in memory while the file refuses
+	// commits (see Submit). Default: DefaultMaxPendingBytes.
+	MaxPendingBytes int64
+	// Overflow, when set, is called once when that bound is reached: the
+	// committer has then stopped as if closed, and the caller should stop.
+	Overflow func(*OverflowError)
+	// What names the changes in logs: "events" by default.
+	What string
 }
 
 type commit struct {
+	// size is what Submit was told, plus commitOverhead.
+	size int64
 	// fn makes the change; it may run more than once (after its transaction
 	// failed), so it resets whatever it captures.
 	fn func(*Tx) error
@@ -71,20 +95,45 @@ func NewCommitter(s *Store, opts CommitterOptions) *Committer {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.MaxPendingBytes <= 0 {
+		opts.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	if opts.What == "" {
+		opts.What = "events"
+	}
 	return &Committer{store: s, opts: opts, wake: make(chan struct{}, 1), stopping: make(chan struct{})}
 }
 
 // Submit queues fn; after runs once fn's transaction committed (nil) or failed
 // for good. fn may run more than once, so it must reset whatever it captures.
-// After Close, after gets ErrStopped and fn never runs.
-func (c *Committer) Submit(fn func(*Tx) error, after func(error)) {
+// size is about how many bytes the change holds in memory (the event's
+// objects). After Close, after gets ErrStopped and fn never runs.
+//
+// While the file refuses commits, what waits is bounded by MaxPendingBytes: a
+// change that would pass it stops the committer instead (see OverflowError):
+// after gets an error that wraps ErrGivenUp, as do everything still waiting
+// and every later change (fn never runs). A change submitted while nothing waits is
+// taken whatever its size.
+func (c *Committer) Submit(size int, fn func(*Tx) error, after func(error)) {
+	cm := commit{size: int64(size) + commitOverhead, fn: fn, after: after}
 	c.mu.Lock()
 	if c.closed {
+		err := ErrStopped
+		if c.overflow != nil {
+			err = fmt.Errorf("%w: %w", ErrGivenUp, c.overflow)
+		}
 		c.mu.Unlock()
-		after(ErrStopped)
+		after(err)
 		return
 	}
-	c.waiting = append(c.waiting, commit{fn: fn, after: after})
+	if oe := c.overflows(cm.size); oe != nil {
+		c.stopOverflowing(oe)
+		after(fmt.Errorf("%w: %w", ErrGivenUp, oe))
+		return
+	}
+	c.waiting = append(c.waiting, cm)
+	c.pendingN++
+	c.pendingBytes += cm.size
 	c.mu.Unlock()
 	c.signal()
 }
@@ -111,7 +160,7 @@ func (c *Committer) Close() {
 // Flush returns once every change submitted before it has been applied.
 func (c *Committer) Flush() {
 	done := make(chan struct{})
-	c.Submit(func(*Tx) error { return nil }, func(error) { close(done) })
+	c.Submit(0, func(*Tx) error { return nil }, func(error) { close(done) })
 	<-done
 }
 
@@ -129,8 +178,8 @@ func (c *Committer) Run() {
 		batch, closed := c.take()
 		switch {
 		case len(batch) > 0:
-			if !c.apply(batch) {
-				c.giveUp()
+			if cause := c.apply(batch); cause != nil {
+				c.giveUp(batch, cause)
 				return
 			}
 		case closed:
@@ -158,9 +207,10 @@ func (c *Committer) take() ([]commit, bool) {
 
 // apply commits batch. A change that fails by itself is left out (its after
 // gets the error) and the others are committed without it; a transaction the
-// file refuses is tried again with backoff. It returns false when the file
-// refused it after Close: the batch is then given up.
-func (c *Committer) apply(batch []commit) bool {
+// file refuses is tried again with backoff. It returns the refusal when the
+// file refused it after Close (or once the bound was reached): what is left of
+// batch is then to be given up.
+func (c *Committer) apply(batch []commit) error {
 	delay := firstRetry
 	for len(batch) > 0 {
 		bad := -1
@@ -177,39 +227,55 @@ func (c *Committer) apply(batch []commit) bool {
 		case err == nil:
 			c.landed()
 			for _, cm := range batch {
-				cm.after(nil)
+				c.finish(cm, nil)
 			}
-			return true
+			return nil
 		case bad >= 0:
-			batch[bad].after(err)
+			c.finish(batch[bad], err)
 			batch = slices.Delete(batch, bad, bad+1)
 			continue
 		}
 		c.refused(err)
 		select {
 		case <-c.stopping:
-			c.opts.Logger.Error("state: stopping while the state file refuses commits; what was not written fires after the next start", "err", err)
-			for _, cm := range batch {
-				cm.after(err)
-			}
-			return false
+			return err
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, maxRetry)
 	}
-	return true
+	return nil
 }
 
-// giveUp fails what is still submitted, without trying it: once one commit is
-// given up, none after it may land (it could move a record past it). Close has
-// been called, so nothing more comes.
-func (c *Committer) giveUp() {
+// finish runs cm's after and counts it done.
+func (c *Committer) finish(cm commit, err error) {
+	cm.after(err)
+	c.mu.Lock()
+	c.pendingN--
+	c.pendingBytes -= cm.size
+	c.mu.Unlock()
+}
+
+// giveUp fails batch (refused with cause) and what is still submitted,
+// without trying it: once one commit is given up, none after it may land (it
+// could move a record past it). Close has been called (or the bound reached),
+// so nothing more comes. It says so in one line, with the count.
+func (c *Committer) giveUp(batch []commit, cause error) {
 	c.mu.Lock()
 	rest := c.waiting
 	c.waiting = nil
+	n, bytes, oe := c.pendingN, c.pendingBytes, c.overflow
 	c.mu.Unlock()
+	err := fmt.Errorf("%w: %w", ErrGivenUp, cause)
+	if oe != nil {
+		err = fmt.Errorf("%w: %w", ErrGivenUp, oe)
+	}
+	c.opts.Logger.Error("state: stopped while the state file refuses commits; what was not written fires as a replay after the next start (the next start compares the listed objects with the records on disk)",
+		"what", c.opts.What, "notWritten", n, "bytes", bytes, "err", cause)
+	for _, cm := range batch {
+		c.finish(cm, err)
+	}
 	for _, cm := range rest {
-		cm.after(ErrStopped)
+		c.finish(cm, err)
 	}
 }
 

@@ -4,6 +4,7 @@ package state
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -44,14 +45,18 @@ func limitFileSize(t *testing.T, size int64) (lift func()) {
 // record of u at version 1; failures counts the transactions refused.
 func committerOn(t *testing.T, path string, logs *bytes.Buffer, failures *atomic.Int64) (*Store, *Committer, chan struct{}) {
 	t.Helper()
+	return committerWith(t, path, logs, CommitterOptions{Failed: func(error) { failures.Add(1) }})
+}
+
+// committerWith is committerOn with opts (their Logger writes to logs).
+func committerWith(t *testing.T, path string, logs *bytes.Buffer, opts CommitterOptions) (*Store, *Committer, chan struct{}) {
+	t.Helper()
 	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewCommitter(s, CommitterOptions{
-		Logger: slog.New(slog.NewTextHandler(logs, nil)),
-		Failed: func(error) { failures.Add(1) },
-	})
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	c := NewCommitter(s, opts)
 	ran := make(chan struct{})
 	go func() { c.Run(); close(ran) }()
 	if err := submitWait(c, "1", nil); err != nil {
@@ -64,7 +69,7 @@ func committerOn(t *testing.T, path string, logs *bytes.Buffer, failures *atomic
 // watcher does for one event; the error of its commit comes on the channel.
 func submit(c *Committer, rv string, payload []byte) <-chan error {
 	done := make(chan error, 1)
-	c.Submit(func(tx *Tx) error {
+	c.Submit(len(payload), func(tx *Tx) error {
 		if err := tx.Put("g/r", "u", &Record{Name: "u", ResourceVersion: rv}); err != nil {
 			return err
 		}
@@ -220,9 +225,16 @@ func TestCommitterGivesUpAtCloseWithoutMovingRecords(t *testing.T) {
 		t.Error("the commit after it reported success") // refused with it, or ErrStopped
 	}
 	for _, ch := range more {
-		if err := <-ch; err == nil {
-			t.Fatal("a change submitted while the disk was full reported success after Close")
+		if err := <-ch; !errors.Is(err, ErrGivenUp) {
+			t.Fatalf("a change submitted while the disk was full ended with %v after Close, want ErrGivenUp", err)
 		}
+	}
+	// One line says what was given up, with the count; not one per change.
+	if n := strings.Count(logs.String(), "level=ERROR"); n != 1 || !strings.Contains(logs.String(), "notWritten=5002") {
+		t.Errorf("%d ERROR lines, want one with notWritten=5002:\n%s", n, logs.String())
+	}
+	if n, b := c.Pending(); n != 0 || b != 0 {
+		t.Errorf("Pending after Run returned = %d, %d", n, b)
 	}
 	lift()
 	if rv := recordedVersion(t, s); rv != "1" {

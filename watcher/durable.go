@@ -51,20 +51,27 @@ type durable struct {
 	// afterStart, when set (by tests), runs once a Set has started its
 	// informers, before its caller goes on.
 	afterStart func()
+
+	// givenUp counts the events given up unwritten; stopRun cancels the run
+	// once a committer reached its bound (see durablestop.go).
+	givenUp atomic.Int64
+	stopRun atomic.Pointer[context.CancelCauseFunc]
 }
 
-func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline], m *metrics.Metrics) *durable {
-	opts := state.CommitterOptions{Logger: log, Failed: func(error) { m.StateCommitFailed() }}
-	return &durable{
+func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline], m *metrics.Metrics, maxPending int64) *durable {
+	d := &durable{
 		store:   store,
 		key:     store.DigestKey(),
-		commits: state.NewCommitter(store, opts),
-		marks:   state.NewCommitter(store, opts),
 		log:     log,
 		pipe:    pipe,
 		pager:   newPager(store, log, pipe),
 		listing: map[dyninformer.Key]*listing{},
 	}
+	opts := state.CommitterOptions{Logger: log, Failed: func(error) { m.StateCommitFailed() }, MaxPendingBytes: maxPending, Overflow: d.overflowed}
+	d.commits = state.NewCommitter(store, opts)
+	opts.What = "delivery marks"
+	d.marks = state.NewCommitter(store, opts)
+	return d
 }
 
 type listing struct {
@@ -153,8 +160,8 @@ func (d *durable) startListing(watches []dyninformer.Started, lists dyninformer.
 // one, rather than all of them being taken for a first baseline.
 func (d *durable) baselineFirst(k dyninformer.Key) {
 	b := baselineOf(k.GVR.Group, k.GVR.Resource, k.Namespace)
-	d.commits.Submit(func(tx *state.Tx) error { return tx.SetBaseline(b) }, func(err error) {
-		if err != nil && !errors.Is(err, state.ErrStopped) {
+	d.commits.Submit(0, func(tx *state.Tx) error { return tx.SetBaseline(b) }, func(err error) {
+		if err != nil && !errors.Is(err, state.ErrStopped) && !errors.Is(err, state.ErrGivenUp) {
 			d.log.Error("state: cannot record the baseline of a new resource", "resource", k.String(), "err", err)
 		}
 	})
@@ -182,7 +189,7 @@ func (d *durable) prune(watches []dyninformer.Key) {
 		}
 		nss[r][k.Namespace] = true
 	}
-	d.commits.Submit(func(tx *state.Tx) error {
+	d.commits.Submit(0, func(tx *state.Tx) error {
 		for _, b := range tx.Baselines() {
 			if !baselines[b] {
 				if err := tx.DropBaseline(b); err != nil {
@@ -197,7 +204,7 @@ func (d *durable) prune(watches []dyninformer.Key) {
 		}
 		return nil
 	}, func(err error) {
-		if err != nil && !errors.Is(err, state.ErrStopped) {
+		if err != nil && !errors.Is(err, state.ErrStopped) && !errors.Is(err, state.ErrGivenUp) {
 			d.log.Error("state: cannot drop the records no rule watches", "err", err)
 		}
 	})
@@ -253,7 +260,7 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 	d.mu.Unlock()
 
 	var out []routed
-	d.commits.Submit(func(tx *state.Tx) error {
+	d.commits.Submit(len(ev.Object)+len(ev.OldObject), func(tx *state.Tx) error {
 		out = nil
 		// For initial lists, the recorded version of the object: the same
 		// one (most objects at a restart) needs no more of the record.
@@ -295,10 +302,15 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 		}
 		return tx.Put(scope, ev.UID, r)
 	}, func(err error) {
-		if err != nil {
-			// Refused by the file at shutdown, or a change bbolt rejects:
-			// the record on disk predates the event, so the next start's
-			// comparison finds it.
+		switch {
+		case errors.Is(err, state.ErrGivenUp):
+			// Refused by the file at shutdown or past the bound: the
+			// committer said so once, with the count; the record on disk
+			// predates the event, so the next start's comparison finds it.
+			d.notWritten(ev.ID())
+			return
+		case err != nil:
+			// A change bbolt rejects by itself: the same holds.
 			d.log.Error("state: event not recorded; it fires after the next start", "id", ev.ID(), "err", err)
 			return
 		}
@@ -392,7 +404,7 @@ func (d *durable) finishListing(k dyninformer.Key) {
 	scope := recordsOf(l.res.Group, l.res.Resource)
 	var out []routed
 	var seen map[string]bool
-	d.commits.Submit(func(tx *state.Tx) error {
+	d.commits.Submit(0, func(tx *state.Tx) error {
 		out = nil
 		// What was seen is read here, in the committer, not when the list
 		// ended: a live add marks its object seen before it submits its

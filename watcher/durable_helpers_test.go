@@ -32,6 +32,8 @@ type durableRun struct {
 	metrics *metrics.Metrics
 	// setup, when set, runs on the watcher before Run.
 	setup func(*Watcher)
+	// maxPending, when set, bounds what waits for a refused commit.
+	maxPending int64
 }
 
 // runDurable runs o until the test ends; stop stops it and closes the state.
@@ -51,7 +53,7 @@ func runDurable(t *testing.T, o durableRun) (*running, func()) {
 	out := newLines()
 	logs := &testenv.Buffer{}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	w, err := New(file, informerClient(t, env.Config), o.disc, Options{Logger: log, Stdout: out, Store: store, Metrics: o.metrics})
+	w, err := New(file, informerClient(t, env.Config), o.disc, Options{Logger: log, Stdout: out, Store: store, Metrics: o.metrics, MaxPendingBytes: o.maxPending})
 	if err != nil {
 		t.Fatal(err)
 	}

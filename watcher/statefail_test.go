@@ -3,17 +3,20 @@
 package watcher
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/metrics"
+	"github.com/dynwatch/dynwatch/state"
 )
 
 // limitFileSize makes every write past size bytes fail with EFBIG in this
@@ -111,13 +114,74 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 	lift = limitFileSize(t, 1)
 	setData(t, ns, "a", big+"y")
 	waitUntil(t, "the refusal", eventWait, func() bool { return r.w.StateErr() != nil })
+	// That event is neither delivered nor on disk: Run says so, and the
+	// committer logs it once, with the count.
+	r.cancel()
+	err := <-r.done
+	r.done <- err // for stop
 	stop()
+	if !errors.Is(err, ErrUndelivered) || strings.Count(r.logs.String(), "what=events notWritten=") != 1 {
+		t.Errorf("Run ended with %v after a stop while commits failed, want ErrUndelivered and one line with the count; logs:\n%s", err, r.logs.String())
+	}
 	lift()
 	r2, _ := runDurable(t, durableRun{config: config, dbPath: dbPath})
 	compared(t, r2)
 	waitUntil(t, "the replayed update", eventWait, func() bool { return len(rc.payloads()) >= 4 })
 	got = rc.payloads()
 	if last := got[len(got)-1]; len(got) != 4 || last.Type != event.Update || !last.Replay || dataV(last) != big+"y" {
+		t.Errorf("next start: %s, want one replayed update to the last content", summary(got))
+	}
+}
+
+// While the file refuses commits, what waits in memory is bounded: past the
+// bound Run stops by itself with ErrUndelivered and the committer's
+// OverflowError (logged at ERROR), the committer holds no more than the
+// bound, and the next start replays the change from the records on disk.
+func TestStateBoundStopsTheRun(t *testing.T) {
+	const limit = 256 << 10
+	ns := namespace(t)
+	dbPath := filepath.Join(t.TempDir(), "state.db")
+	config := fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+state: {path: %s}
+actions: [{name: out, log: {}}]
+rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [out]}]
+`, dbPath, ns)
+	r, stop := runDurable(t, durableRun{config: config, dbPath: dbPath, maxPending: limit})
+	compared(t, r)
+	create(t, cmGVR, ns, configMap(ns, "a", map[string]any{"v": "small"}))
+	waitUntil(t, "the add", eventWait, func() bool { return len(r.out.snapshot()) == 1 })
+	lift := limitFileSize(t, fileSize(t, dbPath))
+	var last string
+	for i := 0; !strings.Contains(r.logs.String(), "wait in memory; stopping"); i++ {
+		if i == 40 { // 40 updates of 2 x 20 KiB: more than 3 times the bound
+			t.Fatalf("no stop at the bound; logs:\n%s", r.logs.String())
+		}
+		last = fmt.Sprintf("%03d%s", i, strings.Repeat("x", 20<<10))
+		setData(t, ns, "a", last)
+		if _, b := r.w.durable.commits.Pending(); b > limit {
+			t.Fatalf("%d bytes wait, past the bound %d", b, limit)
+		}
+	}
+	var err error
+	select {
+	case err = <-r.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Run did not return after the bound was reached; logs:\n%s", r.logs.String())
+	}
+	r.done <- err // for stop
+	stop()
+	var oe *state.OverflowError
+	if !errors.Is(err, ErrUndelivered) || !errors.As(err, &oe) || !strings.Contains(r.logs.String(), "level=ERROR msg=\"state: the state file has refused commits for ") {
+		t.Errorf("Run ended with %v, want ErrUndelivered with the OverflowError, logged at ERROR; logs:\n%s", err, r.logs.String())
+	}
+	if n := len(r.out.snapshot()); n != 1 {
+		t.Errorf("%d deliveries while nothing could be committed, want 1", n)
+	}
+	lift()
+	r2, _ := runDurable(t, durableRun{config: config, dbPath: dbPath})
+	compared(t, r2)
+	waitUntil(t, "the replayed update", eventWait, func() bool { return len(r2.out.snapshot()) >= 1 })
+	if got := r2.out.snapshot(); len(got) != 1 || got[0].Type != event.Update || !got[0].Replay || dataV(got[0]) != last {
 		t.Errorf("next start: %s, want one replayed update to the last content", summary(got))
 	}
 }

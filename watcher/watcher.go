@@ -117,6 +117,10 @@ type Options struct {
 	Store *state.Store
 	// Metrics counts events, rule evaluations and reloads; nil counts nothing.
 	Metrics *metrics.Metrics
+	// MaxPendingBytes bounds what waits in memory while the state file
+	// refuses commits; reached, the run stops (see state.OverflowError).
+	// Default: state.DefaultMaxPendingBytes.
+	MaxPendingBytes int64
 }
 
 // New builds the actions of file and a watcher for it.
@@ -144,7 +148,7 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 	}
 	w.vanished, w.vanishGrace = map[scopeKey]vanishedWatch{}, vanishGrace
 	if opts.Store != nil {
-		w.durable = newDurable(opts.Store, opts.Logger, &w.pipe, opts.Metrics)
+		w.durable = newDurable(opts.Store, opts.Logger, &w.pipe, opts.Metrics, opts.MaxPendingBytes)
 	}
 	queues, err := w.buildQueues(file)
 	if err != nil {
@@ -215,8 +219,8 @@ func (w *Watcher) newQueue(a *action.Action) (*queueRun, error) {
 			// commits: the window in which a crash makes a delivery happen
 			// again stays one fsync long, and marks that come together share it.
 			seq, id := d.Seq, d.Payload.ID
-			marks.Submit(func(tx *state.Tx) error { return tx.Done(name, seq) }, func(err error) {
-				if err != nil {
+			marks.Submit(0, func(tx *state.Tx) error { return tx.Done(name, seq) }, func(err error) {
+				if err != nil && !errors.Is(err, state.ErrGivenUp) { // given up: logged once, with the count
 					w.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", id, "err", err)
 				}
 			})
@@ -252,6 +256,10 @@ func (w *Watcher) Run(ctx context.Context) error {
 	file := w.File()
 	if w.durable == nil {
 		w.log.Info("no state.path: objects that exist at start fire nothing unless a rule sets onStart: all")
+	} else {
+		var stop context.CancelFunc
+		ctx, stop = w.durable.runContext(ctx) // a committer past its bound stops the run
+		defer stop()
 	}
 	cat := w.firstCatalog(ctx)
 	if cat == nil {
@@ -304,6 +312,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 		w.durable.marks.Close() // the queues are gone: write their last marks
 	}
 	<-marked
+	if err == nil && w.durable != nil {
+		err = w.durable.stopErr(ctx)
+	}
 	if n := w.lost.Load(); err == nil && n > 0 {
 		err = fmt.Errorf("%w: %d", ErrUndelivered, n)
 	}
@@ -311,8 +322,10 @@ func (w *Watcher) Run(ctx context.Context) error {
 }
 
 // ErrUndelivered is what Run returns when it stopped with events that were
-// neither delivered nor kept on disk (no state.path and the shutdown grace
-// ran out).
+// neither delivered nor kept on disk: without state.path, the shutdown grace
+// ran out; with it, the file refused commits when dynwatch stopped, or for so
+// long that the bound on what waits in memory was reached (the next start's
+// comparison then replays what changed).
 var ErrUndelivered = errors.New("stopped with events neither delivered nor kept on disk")
 
 // firstCatalog reads discovery until it succeeds or ctx ends (then nil): an API
