@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/dynwatch/dynwatch/internal/testenv"
 )
@@ -125,4 +127,52 @@ func twoContexts(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// The krew manifest template, filled in as krew-release-bot fills it in, is a
+// krew Plugin for linux and darwin, amd64 and arm64, each running the binary
+// under the plugin's name from its release archive.
+func TestKrewManifest(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../deploy/krew/dynwatch.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addURI := regexp.MustCompile(`\{\{\s*addURIAndSha "([^"]+)" \.TagName\s*\}\}`)
+	s := addURI.ReplaceAllString(string(raw), "uri: $1\n    sha256: 0000")
+	s = regexp.MustCompile(`\{\{\s*\.TagName\s*\}\}`).ReplaceAllString(s, "v1.2.3")
+	if strings.Contains(s, "{{") {
+		t.Fatalf("a placeholder krew-release-bot does not fill in is left:\n%s", s)
+	}
+	var m struct {
+		APIVersion, Kind string
+		Metadata         struct{ Name string }
+		Spec             struct {
+			Version, Homepage, ShortDescription, Description string
+			Platforms                                        []struct {
+				Selector         struct{ MatchLabels map[string]string }
+				URI, Sha256, Bin string
+			}
+		}
+	}
+	if err := yaml.UnmarshalStrict([]byte(s), &m); err != nil {
+		t.Fatalf("%v\n%s", err, s)
+	}
+	if m.Kind != "Plugin" || m.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || m.Metadata.Name != "dynwatch" || m.Spec.Version != "v1.2.3" {
+		t.Errorf("manifest: %+v", m)
+	}
+	seen := map[string]bool{}
+	for _, p := range m.Spec.Platforms {
+		os, arch := p.Selector.MatchLabels["os"], p.Selector.MatchLabels["arch"]
+		seen[os+"/"+arch] = true
+		if p.Bin != "kubectl-dynwatch" || !strings.HasSuffix(p.URI, "/v1.2.3/kubectl-dynwatch_v1.2.3_"+os+"_"+arch+".tar.gz") || p.Sha256 == "" {
+			t.Errorf("%s/%s: bin %q, uri %q", os, arch, p.Bin, p.URI)
+		}
+	}
+	for _, want := range []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"} {
+		if !seen[want] || len(seen) != 4 {
+			t.Errorf("platforms %v, want linux and darwin, amd64 and arm64", seen)
+			break
+		}
+	}
 }
