@@ -25,8 +25,9 @@ image: ## build the image for linux/amd64 and linux/arm64, one index in bin/dynw
 	$(GO) run ./hack/image -o bin/dynwatch-image -tar bin/dynwatch-image.tar -t dynwatch:latest -ldflags "$(LDFLAGS)" \
 		-version $(VERSION) -revision $(REVISION) -created $(SOURCE_DATE_EPOCH)
 
-push: image ## push the image index to a registry: make push IMAGE=registry/name:tag (credentials: docker login's)
+push: ## build the image, then push its index to a registry: make push IMAGE=registry/name:tag (credentials: docker login's)
 	@test -n "$(IMAGE)" || { echo "make push: set IMAGE=registry/name:tag"; exit 2; }
+	$(MAKE) image
 	$(GO) run ./hack/image push --from bin/dynwatch-image $(IMAGE)
 
 testenv: ## build kube-apiserver and etcd into .testenv/bin (once; minutes the first time)
