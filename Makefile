@@ -3,11 +3,15 @@
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The image's created time: the commit's, so that one commit always builds the same image.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE     ?=
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 TESTENV   := .testenv/bin
 GOTESTFLAGS ?=
 
-.PHONY: all build image testenv test unit vet demo bench bench-e2e fuzz clean help
+.PHONY: all build image push testenv test unit vet demo bench bench-e2e fuzz clean help
 
 all: build
 
@@ -17,8 +21,14 @@ help: ## list the targets
 build: ## build bin/dynwatch
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/dynwatch ./cmd/dynwatch
 
-image: ## build the container image as bin/dynwatch-image.tar (docker load -i …), no container engine needed
-	$(GO) run ./hack/image -o bin/dynwatch-image.tar -t dynwatch:latest -ldflags "$(LDFLAGS)"
+image: ## build the image for linux/amd64 and linux/arm64, one index in bin/dynwatch-image (OCI layout), and this machine's as bin/dynwatch-image.tar (docker load -i …); no container engine needed
+	$(GO) run ./hack/image -o bin/dynwatch-image -tar bin/dynwatch-image.tar -t dynwatch:latest -ldflags "$(LDFLAGS)" \
+		-version $(VERSION) -revision $(REVISION) -created $(SOURCE_DATE_EPOCH)
+
+push: ## build the image, then push its index to a registry: make push IMAGE=registry/name:tag (credentials: docker login's)
+	@test -n "$(IMAGE)" || { echo "make push: set IMAGE=registry/name:tag"; exit 2; }
+	$(MAKE) image
+	$(GO) run ./hack/image push --from bin/dynwatch-image $(IMAGE)
 
 testenv: ## build kube-apiserver and etcd into .testenv/bin (once; minutes the first time)
 	hack/testenv/build.sh $(TESTENV)

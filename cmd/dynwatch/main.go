@@ -62,6 +62,7 @@ func main() {
 	if code, ok := reaper.Init(); ok {
 		os.Exit(code)
 	}
+	progName = nameFor(os.Args[0])
 	os.Exit(cli(context.Background(), &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:]))
 }
 
@@ -75,6 +76,7 @@ func cli(ctx context.Context, e *env, args []string) int {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: progName},
 	}
 	root.SuggestionsMinimumDistance = 2
 	root.SetVersionTemplate("dynwatch {{.Version}}\n")
@@ -100,7 +102,7 @@ func cli(ctx context.Context, e *env, args []string) int {
 		root.AddCommand(sub)
 	}
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(e.stderr, "dynwatch: %s\nRun 'dynwatch --help' for usage.\n", strings.TrimSpace(err.Error()))
+		fmt.Fprintf(e.stderr, "dynwatch: %s\nRun '%s --help' for usage.\n", strings.TrimSpace(err.Error()), progName)
 		return exitUsage
 	}
 	return code
@@ -112,7 +114,7 @@ func flagSet(e *env, name, synopsis, description string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stdout, "Usage: dynwatch %s %s\n\n%s\n\nFlags:\n", name, synopsis, description)
+		fmt.Fprintf(e.stdout, "Usage: %s %s %s\n\n%s\n\nFlags:\n", progName, name, synopsis, description)
 		fs.SetOutput(e.stdout)
 		fs.PrintDefaults()
 		fs.SetOutput(e.stderr)
@@ -137,7 +139,7 @@ func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 // usageError reports a usage error of the command of fs: the error first, then
 // one line pointing to --help, never the whole usage.
 func usageError(fs *flag.FlagSet, format string, args ...any) int {
-	fmt.Fprintf(fs.Output(), "dynwatch %s: %s\nRun 'dynwatch %s --help' for usage.\n", fs.Name(), fmt.Sprintf(format, args...), fs.Name())
+	fmt.Fprintf(fs.Output(), "dynwatch %s: %s\nRun '%s %s --help' for usage.\n", fs.Name(), fmt.Sprintf(format, args...), progName, fs.Name())
 	return exitUsage
 }
 
