@@ -25,6 +25,7 @@ func (s *stringList) Type() string       { return "stringArray" }
 type tailFlags struct {
 	ns, selector, columns, output  string
 	all, initial, noHeaders, watch bool
+	ignoreUnknown                  bool
 	where, whereCEL                stringList
 }
 
@@ -39,6 +40,7 @@ func (f *tailFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.initial, "initial", false, "also print the objects that exist at start (as add)")
 	fs.BoolVar(&f.noHeaders, "no-headers", false, "table and wide: no header line")
 	fs.BoolVarP(&f.watch, "watch", "w", true, "accepted as with kubectl get -w: tail always watches")
+	fs.BoolVar(&f.ignoreUnknown, "ignore-unknown", false, "warn about resource names discovery does not know and follow the others (default: a usage error)")
 }
 
 func cmdTail(ctx context.Context, e *env, args []string) int {
@@ -83,7 +85,7 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "dynwatch tail:", err)
 		return exitFailure
 	}
-	if err := findResources(e, cat, pos[0], &opts, tf.ns != ""); err != nil {
+	if err := findResources(e, cat, pos[0], &opts, tf.ns != "", tf.ignoreUnknown); err != nil {
 		return usageErr("%v", err)
 	}
 	ctx, _, stop := signalContext(ctx, e)
@@ -136,8 +138,10 @@ func (f *tailFlags) options(e *env) (tail.Options, error) {
 	return opts, nil
 }
 
-// findResources resolves the comma-separated resource names into opts.
-func findResources(e *env, cat *discovery.Catalog, names string, opts *tail.Options, explicitNS bool) error {
+// findResources resolves the comma-separated resource names into opts. A name
+// discovery does not know is a usage error, as with kubectl get, unless
+// ignoreUnknown: then it is a warning and the others are followed.
+func findResources(e *env, cat *discovery.Catalog, names string, opts *tail.Options, explicitNS, ignoreUnknown bool) error {
 	var bad []string
 	for _, name := range strings.Split(names, ",") {
 		r, err := cat.Find(name)
@@ -147,12 +151,14 @@ func findResources(e *env, cat *discovery.Catalog, names string, opts *tail.Opti
 		}
 		opts.Resources = append(opts.Resources, r)
 	}
-	if len(opts.Resources) == 0 {
+	if len(opts.Resources) == 0 || (len(bad) > 0 && !ignoreUnknown) {
+		if len(opts.Resources) > 0 {
+			bad = append(bad, "(--ignore-unknown follows the others)")
+		}
 		return errors.New(strings.Join(bad, "\n"))
 	}
 	for _, b := range bad {
-		// One bad name does not stop the others from being followed.
-		fmt.Fprintf(e.stderr, "dynwatch tail: %s; following the others\n", b)
+		fmt.Fprintf(e.stderr, "dynwatch tail: warning: %s; following the others\n", b)
 	}
 	if explicitNS {
 		for _, r := range opts.Resources {

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runBin runs the real binary and returns its exit code, stdout and stderr; a
+// command still running after 15s is killed and the test fails.
+func runBin(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%v still running after 15s; stderr:\n%s", args, errOut.String())
+	}
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
+}
+
+// An unknown name among several is a usage error, as with kubectl get, unless
+// --ignore-unknown: then a warning, and the others are followed.
+func TestTailUnknownResource(t *testing.T) {
+	code, stdout, stderr := runBin(t, "tail", "cm,deploymnets", "--kubeconfig", cp.Kubeconfig)
+	if code != exitUsage || !strings.Contains(stderr, `unknown resource "deploymnets" (did you mean deployments`) || stdout != "" {
+		t.Errorf("exit %d, want 2 and did you mean; stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "--ignore-unknown") {
+		t.Errorf("the error does not name --ignore-unknown:\n%s", stderr)
+	}
+	_, ns := setupTail(t)
+	out, errOut, stop := background(t, "tail", "-v", "cm,deploymnets", "--ignore-unknown", "-n", ns, "--kubeconfig", cp.Kubeconfig)
+	waitOutput(t, errOut, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
+	if code := stop(); code != exitOK {
+		t.Errorf("--ignore-unknown: exit %d: %s", code, errOut.String())
+	}
+	if s := errOut.String(); !strings.Contains(s, `warning: unknown resource "deploymnets"`) || !strings.Contains(s, "resources=configmaps") {
+		t.Errorf("--ignore-unknown: stderr:\n%s", s)
+	}
+	if !strings.HasPrefix(out.String(), "TIME") {
+		t.Errorf("--ignore-unknown: stdout %q", out.String())
+	}
+}
