@@ -51,3 +51,21 @@ func TestTailUnknownResource(t *testing.T) {
 		t.Errorf("--ignore-unknown: stdout %q", out.String())
 	}
 }
+
+// Without -n or -A, tail says which namespace it follows and how to follow
+// all; with -n it does not.
+func TestTailSaysDefaultNamespace(t *testing.T) {
+	t.Parallel()
+	_, defaulted, stopDefaulted := background(t, "tail", "-v", "cm", "--kubeconfig", cp.Kubeconfig)
+	_, explicit, stopExplicit := background(t, "tail", "-v", "cm", "-n", "kube-system", "--kubeconfig", cp.Kubeconfig)
+	waitOutput(t, defaulted, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
+	waitOutput(t, explicit, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
+	stopDefaulted()
+	stopExplicit()
+	if s := defaulted.String(); !strings.Contains(s, `following namespace "default" (the kubeconfig context's); -n NS for another, -A for all namespaces`) {
+		t.Errorf("without -n, no note of the namespace:\n%s", s)
+	}
+	if s := explicit.String(); strings.Contains(s, "-A for all") {
+		t.Errorf("with -n, a note of the namespace:\n%s", s)
+	}
+}

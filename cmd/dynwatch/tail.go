@@ -88,6 +88,9 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 	if err := findResources(e, cat, pos[0], &opts, tf.ns != "", tf.ignoreUnknown); err != nil {
 		return usageErr("%v", err)
 	}
+	if !tf.all && tf.ns == "" {
+		noteDefaultNamespace(e, opts)
+	}
 	ctx, _, stop := signalContext(ctx, e)
 	defer stop()
 	if err := tail.Run(ctx, c.raw, opts); err != nil {
@@ -197,4 +200,16 @@ func (f *tailFlags) flagTerms(p config.Problem) string {
 		return "-l " + f.selector
 	}
 	return path
+}
+
+// noteDefaultNamespace says, when no -n or -A was given, which namespace tail
+// follows (the kubeconfig context's, as kubectl's "No resources found in
+// default namespace" does), so that an empty stream is not a puzzle.
+func noteDefaultNamespace(e *env, opts tail.Options) {
+	for _, r := range opts.Resources {
+		if r.Namespaced {
+			fmt.Fprintf(e.stderr, "dynwatch tail: following namespace %q (the kubeconfig context's); -n NS for another, -A for all namespaces\n", opts.Namespace)
+			return
+		}
+	}
 }
