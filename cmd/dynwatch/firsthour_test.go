@@ -69,3 +69,28 @@ func TestTailSaysDefaultNamespace(t *testing.T) {
 		t.Errorf("with -n, a note of the namespace:\n%s", s)
 	}
 }
+
+// Every command takes -v and --log-level and uses them (a bad level is a usage
+// error); at the root -v is not --version.
+func TestVerbosityOnEveryCommand(t *testing.T) {
+	t.Parallel()
+	args := map[string][]string{
+		"run": {"--config", "x.yaml"}, "check": {"--config", "x.yaml"}, "audit": {"--config", "x.yaml"},
+		"rbac": {"--config", "x.yaml"}, "tail": {"cm"}, "test": {"--config", "x.yaml", "--rule", "r", "--new", "o.yaml"},
+	}
+	for _, c := range commands() {
+		t.Run(c.name, func(t *testing.T) {
+			if code, stdout, stderr := runCLI(t, c.name, "-v", "--log-level", "debug", "--help"); code != exitOK || !strings.Contains(stdout, "--log-level") {
+				t.Errorf("-v --log-level debug --help: exit %d, stderr %q", code, stderr)
+			}
+			a := append([]string{c.name, "--log-level", "loud"}, args[c.name]...)
+			if code, _, stderr := runCLI(t, a...); code != exitUsage || !strings.Contains(stderr, `--log-level: want debug, info, warn or error, got "loud"`) {
+				t.Errorf("%v: exit %d, stderr:\n%s", a, code, stderr)
+			}
+		})
+	}
+	code, stdout, stderr := runCLI(t, "-v")
+	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "the version is --version") {
+		t.Errorf("dynwatch -v: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

@@ -77,6 +77,8 @@ func cli(ctx context.Context, e *env, args []string) int {
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	root.SuggestionsMinimumDistance = 2
+	// --version has no -v: -v is verbosity on every command, as with kubectl.
+	root.Flags().Bool("version", false, "print dynwatch's version")
 	root.SetVersionTemplate("dynwatch {{.Version}}\n")
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
@@ -100,7 +102,11 @@ func cli(ctx context.Context, e *env, args []string) int {
 		root.AddCommand(sub)
 	}
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(e.stderr, "dynwatch: %s\nRun 'dynwatch --help' for usage.\n", strings.TrimSpace(err.Error()))
+		msg := strings.TrimSpace(err.Error())
+		if strings.Contains(msg, "shorthand flag: 'v'") {
+			msg += " (-v is verbosity, given to a command: dynwatch tail -v …; the version is --version)"
+		}
+		fmt.Fprintf(e.stderr, "dynwatch: %s\nRun 'dynwatch --help' for usage.\n", msg)
 		return exitUsage
 	}
 	return code

@@ -18,9 +18,13 @@ func cmdResources(_ context.Context, e *env, args []string) int {
 			"on stderr and the rest are listed.")
 	var kf kubeFlags
 	kf.register(fs)
+	lf := commandLogs(fs)
 	output := fs.StringP("output", "o", "table", "output format: table or json")
 	group := fs.String("group", "", "only this API group (\"core\" for the core group; glob patterns allowed)")
 	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if code, ok := lf.apply(fs, e, &kf); !ok {
 		return code
 	}
 	if *output != "table" && *output != "json" {

@@ -102,9 +102,13 @@ func cmdCheck(ctx context.Context, e *env, args []string) int {
 			"Exits 0 when all is well, 1 when a rule selects nothing or lacks permission, 2 on an invalid file.")
 	var kf kubeFlags
 	kf.register(fs)
+	lf := commandLogs(fs)
 	config := fs.String("config", "", "the config file (required)")
 	cluster := fs.Bool("cluster", false, "also check the config against the cluster")
 	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if code, ok := lf.apply(fs, e, &kf); !ok {
 		return code
 	}
 	if *config == "" || fs.NArg() > 0 {
@@ -149,11 +153,15 @@ func cmdRBAC(_ context.Context, e *env, args []string) int {
 			"with it, globs and kinds are resolved through discovery.")
 	var kf kubeFlags
 	kf.register(fs)
+	lf := commandLogs(fs)
 	config := fs.String("config", "", "the config file (required)")
 	cluster := fs.Bool("cluster", false, "resolve selectors through discovery")
 	nsFlag := fs.String("namespace", "dynwatch", "the namespace of the ServiceAccount")
 	saFlag := fs.String("service-account", "dynwatch", "the ServiceAccount the roles are bound to (NAMESPACE/NAME also works)")
 	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if code, ok := lf.apply(fs, e, &kf); !ok {
 		return code
 	}
 	ns, name := *nsFlag, *saFlag
