@@ -54,6 +54,7 @@ func Parse(name string, data []byte) (*File, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		line, msg := yamlError(err)
+		line = badLine(data, line, msg)
 		return nil, Problems{{File: name, Line: line, Msg: msg}}
 	}
 	if len(doc.Content) == 0 {
