@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +94,41 @@ func TestVerbosityOnEveryCommand(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "-v")
 	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "the version is --version") {
 		t.Errorf("dynwatch -v: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// check reports an unset ${VAR} as a warning and exits 0, leaving the field
+// that holds it unjudged; --strict-env (and run) make it an error.
+func TestCheckUnsetEnv(t *testing.T) {
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte(`apiVersion: dynwatch/v1alpha1
+actions:
+  - name: hook
+    webhook:
+      url: ${DYNWATCH_TEST_UNSET_URL}
+      headers: {Authorization: "Bearer ${DYNWATCH_TEST_UNSET_TOKEN}"}
+rules: [{name: cms, resources: [{group: "", resource: configmaps}], actions: [hook]}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runBin(t, "check", "--config", cfg)
+	if code != exitOK || !strings.Contains(stdout, "ok: 1 rule(s), 1 action(s)") {
+		t.Errorf("check: exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		cfg + ":5: actions[0].webhook.url: warning: environment variable DYNWATCH_TEST_UNSET_URL is not set",
+		cfg + ":6: actions[0].webhook.headers.Authorization: warning: environment variable DYNWATCH_TEST_UNSET_TOKEN is not set",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("check: stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "required") || strings.Contains(stderr, "want an absolute") {
+		t.Errorf("check judged the unset URL:\n%s", stderr)
+	}
+	code, _, stderr = runBin(t, "check", "--strict-env", "--config", cfg)
+	if code != exitUsage || !strings.Contains(stderr, "webhook.url: environment variable DYNWATCH_TEST_UNSET_URL is not set") {
+		t.Errorf("check --strict-env: exit %d, stderr:\n%s", code, stderr)
 	}
 }

@@ -75,7 +75,12 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 // loadConfig loads and validates a config file; on failure it prints every
 // problem, one per line, and returns the exit code.
 func loadConfig(stderr io.Writer, path string) (*plan.File, int) {
-	file, err := plan.Load(path)
+	return loadConfigWith(stderr, path, config.Options{})
+}
+
+// loadConfigWith is loadConfig with the config's load options.
+func loadConfigWith(stderr io.Writer, path string, o config.Options) (*plan.File, int) {
+	file, err := plan.LoadWith(path, o)
 	if err != nil {
 		var ps config.Problems
 		if errors.As(err, &ps) {
@@ -103,22 +108,23 @@ func cmdCheck(ctx context.Context, e *env, args []string) int {
 	var kf kubeFlags
 	kf.register(fs)
 	lf := commandLogs(fs)
-	config := fs.String("config", "", "the config file (required)")
+	cfgPath := fs.String("config", "", "the config file (required)")
 	cluster := fs.Bool("cluster", false, "also check the config against the cluster")
+	strictEnv := fs.Bool("strict-env", false, "a ${VAR} that is not set is an error, as for run (default: a warning, the field unchecked)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if code, ok := lf.apply(fs, e, &kf); !ok {
 		return code
 	}
-	if *config == "" || fs.NArg() > 0 {
+	if *cfgPath == "" || fs.NArg() > 0 {
 		return usageError(fs, "--config FILE is required and no arguments are taken")
 	}
-	file, code := loadConfig(e.stderr, *config)
+	file, code := loadConfigWith(e.stderr, *cfgPath, config.Options{UnsetEnvWarns: !*strictEnv})
 	if file == nil {
 		return code
 	}
-	fmt.Fprintf(e.stdout, "%s: ok: %d rule(s), %d action(s)\n", *config, len(file.Rules), len(file.Config.Actions))
+	fmt.Fprintf(e.stdout, "%s: ok: %d rule(s), %d action(s)\n", *cfgPath, len(file.Rules), len(file.Config.Actions))
 	if !*cluster {
 		return exitOK
 	}
