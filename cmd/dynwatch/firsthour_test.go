@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynwatch/dynwatch/internal/testenv"
 )
 
 // runBin runs the real binary and returns its exit code, stdout and stderr; a
@@ -130,5 +133,50 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], actions: [ho
 	code, _, stderr = runBin(t, "check", "--strict-env", "--config", cfg)
 	if code != exitUsage || !strings.Contains(stderr, "webhook.url: environment variable DYNWATCH_TEST_UNSET_URL is not set") {
 		t.Errorf("check --strict-env: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// A reload logs what it changed: rules, actions and watches added and removed.
+func TestRunReloadLogsChanges(t *testing.T) {
+	t.Parallel()
+	_, ns := setupTail(t)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(cfg, []byte("apiVersion: dynwatch/v1alpha1\n"+s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(fmt.Sprintf(`actions: [{name: out, log: {}}, {name: old, log: {}}]
+rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [out, old]}]
+`, ns))
+	cmd := exec.Command(bin, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig, "--config-check-interval", "100ms")
+	stderr := &testenv.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	waitOutput(t, stderr, "dynwatch to watch", func(s string) bool { return strings.Contains(s, "all informers synced") })
+	write(fmt.Sprintf(`actions: [{name: out, log: {}}, {name: new, log: {}}]
+rules:
+  - {name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%[1]s], actions: [out, new]}
+  - {name: gadgets, resources: [{group: tail.example.com, resource: gadgets}], namespaces: [%[1]s], actions: [out]}
+`, ns))
+	s := waitOutput(t, stderr, "the reload", func(s string) bool { return strings.Contains(s, `msg="config reloaded"`) })
+	var line string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, `msg="config reloaded"`) {
+			line = l
+		}
+	}
+	for _, want := range []string{"rulesAdded=gadgets", "actionsAdded=new", "actionsRemoved=old",
+		`watchesAdded="gadgets.v1.tail.example.com in namespace ` + ns + `"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the reload's log line lacks %s:\n%s", want, line)
+		}
+	}
+	if strings.Contains(line, "watchesRemoved") || strings.Contains(line, "rulesRemoved") {
+		t.Errorf("the reload's log line names a removal that did not happen:\n%s", line)
 	}
 }
