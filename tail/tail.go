@@ -51,6 +51,9 @@ func ParseWhere(expr string) (config.ConditionSpec, error) {
 	}
 	o, at := findOperator(expr)
 	if o == nil {
+		if err := singleEquals(expr); err != nil {
+			return config.ConditionSpec{}, err
+		}
 		if hasSpace(expr) || expr == "" || expr == "!" {
 			return config.ConditionSpec{}, fmt.Errorf("cannot read %q: no operator (want PATH OP VALUE with OP one of %s)", expr, operatorList())
 		}
