@@ -263,7 +263,9 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 	}
 	p := NewPrinter(o)
 	red := payload.NewRedactor(config.DefaultRedact())
+	pr := newProbe(o.Where)
 	mgr := dyninformer.NewManager(client, func(_ dyninformer.Key, ev *event.Event) {
+		pr.observe(ev)
 		fires, transition := rule.Decide(ev, nil)
 		if !fires {
 			return
@@ -288,6 +290,7 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 			names = append(names, r.Name())
 		}
 		o.Logger.Info("following", "resources", strings.Join(names, ","), "namespace", nsOrAll(o.Namespace))
+		pr.report(o.Logger)
 	}
 	return <-done
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/dynwatch/dynwatch/internal/testenv"
 )
 
@@ -178,5 +180,37 @@ rules:
 	}
 	if strings.Contains(line, "watchesRemoved") || strings.Contains(line, "rulesRemoved") {
 		t.Errorf("the reload's log line names a removal that did not happen:\n%s", line)
+	}
+}
+
+// After the initial list, tail warns once about a --where path that no listed
+// object has and a --where-cel expression that never yielded true or false;
+// filters that some object can satisfy are not named.
+func TestTailWarnsFilterMissedEverywhere(t *testing.T) {
+	t.Parallel()
+	d, ns := setupTail(t)
+	for _, name := range []string{"one", "two"} {
+		if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, name, map[string]any{"size": int64(4)}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, stderr, stop := background(t, "tail", "gadgets", "-n", ns, "--kubeconfig", cp.Kubeconfig,
+		"--where", "spec.nothere > 3", "--where", "spec.size > 1", "--where", "!spec.paused",
+		"--where-cel", "object.spec.missing == 1", "--where-cel", "object.spec.size > 1")
+	s := waitOutput(t, stderr, "the warnings", func(s string) bool { return strings.Count(s, "level=WARN") >= 2 })
+	if code := stop(); code != exitOK {
+		t.Errorf("exit %d", code)
+	}
+	s = stderr.String()
+	for _, want := range []string{
+		`msg="--where path is missing on every object listed: nothing can match it until one has it" path=spec.nothere objects=2`,
+		`msg="--where-cel yielded no true or false on any object listed (an error, such as a missing key, counts as false): nothing can match it" expr="object.spec.missing == 1" objects=2`,
+	} {
+		if strings.Count(s, want) != 1 {
+			t.Errorf("stderr does not say once %s:\n%s", want, s)
+		}
+	}
+	if n := strings.Count(s, "level=WARN"); n != 2 {
+		t.Errorf("%d warnings, want the two filters that nothing matches:\n%s", n, s)
 	}
 }
