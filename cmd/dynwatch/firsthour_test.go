@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/dynwatch/dynwatch/internal/testenv"
 )
@@ -213,4 +216,75 @@ func TestTailWarnsFilterMissedEverywhere(t *testing.T) {
 	if n := strings.Count(s, "level=WARN"); n != 2 {
 		t.Errorf("%d warnings, want the two filters that nothing matches:\n%s", n, s)
 	}
+}
+
+// The README's first tail example works on the objects the demo makes: its
+// filter names a path ConfigMaps have (tail would warn otherwise), and the
+// demo's change of the ConfigMap shows up.
+func TestReadmeFirstTailExample(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var example string
+	for _, l := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(l, "bin/dynwatch tail ") {
+			example = l
+			break
+		}
+	}
+	args := shellWords(t, strings.TrimPrefix(example, "bin/dynwatch "))
+	if len(args) < 2 || !slices.Contains(strings.Split(args[1], ","), "cm") {
+		t.Fatalf("the README's first tail example does not follow ConfigMaps: %q", example)
+	}
+	d, ns := setupTail(t)
+	cms := d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns)
+	// The demo's ConfigMap, as hack/demo creates it.
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "settings", "labels": map[string]any{"demo": "true"}}, "data": map[string]any{"mode": "on"}}}
+	if _, err := cms.Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range args {
+		switch a {
+		case "demo":
+			args[i] = ns
+		case "KUBECONFIG":
+			args[i] = cp.Kubeconfig
+		}
+	}
+	out, stderr, stop := background(t, append(args, "-v")...)
+	waitOutput(t, stderr, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
+	if err := unstructured.SetNestedField(cm.Object, "off", "data", "mode"); err != nil {
+		t.Fatal(err)
+	}
+	cm.SetResourceVersion("")
+	if _, err := cms.Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, out, "the demo's change", func(s string) bool { return strings.Contains(s, " settings ") })
+	stop()
+	if s := stderr.String(); strings.Contains(s, "level=WARN") {
+		t.Errorf("the README's example %q warns:\n%s", example, s)
+	}
+}
+
+// shellWords splits a command line as sh would, for single-quoted words only.
+func shellWords(t *testing.T, s string) []string {
+	t.Helper()
+	var out []string
+	for s = strings.TrimSpace(s); s != ""; s = strings.TrimSpace(s) {
+		if s[0] == '\'' {
+			end := strings.IndexByte(s[1:], '\'')
+			if end < 0 {
+				t.Fatalf("unclosed quote in %q", s)
+			}
+			out, s = append(out, s[1:end+1]), s[end+2:]
+			continue
+		}
+		w, rest, _ := strings.Cut(s, " ")
+		out, s = append(out, w), rest
+	}
+	return out
 }
