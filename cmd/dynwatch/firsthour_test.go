@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/dynwatch/dynwatch/internal/testenv"
 )
@@ -287,4 +288,47 @@ func shellWords(t *testing.T, s string) []string {
 		out, s = append(out, w), rest
 	}
 	return out
+}
+
+// check --cluster asks the API server whether leader election may get, create
+// and update its Lease, and fails until a Role allows it.
+func TestCheckClusterLease(t *testing.T) {
+	grantConfigMaps(t)
+	_, ns := setupTail(t)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+leaderElection: {namespace: %s, name: dw-lease}
+actions: [{name: out, log: {}}]
+rules: [{name: cms, resources: [{group: "", resource: configmaps}], actions: [out]}]
+`, ns)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := cmOnlyKubeconfig(t)
+	code, stdout, stderr := runBin(t, "check", "--cluster", "--config", cfg, "--kubeconfig", kubeconfig)
+	want := "leases.v1.coordination.k8s.io " + ns + "/dw-lease: get DENIED"
+	if code != exitFailure || !strings.Contains(stdout, want) || !strings.Contains(stdout, "create DENIED") || !strings.Contains(stdout, "update DENIED") {
+		t.Errorf("without a Lease role: exit %d, want 1 and %q; stdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
+	}
+	d := dynamic.NewForConfigOrDie(cp.Config)
+	rbacGVR := func(r string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: r}
+	}
+	role := map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": map[string]any{"name": "lease"},
+		"rules": []any{
+			map[string]any{"apiGroups": []any{"coordination.k8s.io"}, "resources": []any{"leases"}, "resourceNames": []any{"dw-lease"}, "verbs": []any{"get", "update"}},
+			map[string]any{"apiGroups": []any{"coordination.k8s.io"}, "resources": []any{"leases"}, "verbs": []any{"create"}},
+		}}
+	binding := map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": map[string]any{"name": "lease"},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "lease"},
+		"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": cmOnlyUser}}}
+	for r, o := range map[string]map[string]any{"roles": role, "rolebindings": binding} {
+		if _, err := d.Resource(rbacGVR(r)).Namespace(ns).Create(t.Context(), &unstructured.Unstructured{Object: o}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr = runBin(t, "check", "--cluster", "--config", cfg, "--kubeconfig", kubeconfig)
+	want = "leases.v1.coordination.k8s.io " + ns + "/dw-lease: get allowed, create allowed, update allowed"
+	if code != exitOK || !strings.Contains(stdout, want) {
+		t.Errorf("with a Lease role: exit %d, want 0 and %q; stdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
+	}
 }

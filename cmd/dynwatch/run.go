@@ -139,12 +139,17 @@ func cmdCheck(ctx context.Context, e *env, args []string) int {
 		return exitFailure
 	}
 	ok, err := rbac.CheckAccess(ctx, e.stdout, c.typed.AuthorizationV1(), file, cat)
+	if err == nil && file.Config.LeaderElection != nil {
+		var leaseOK bool
+		leaseOK, err = checkLease(ctx, e.stdout, c.typed.AuthorizationV1(), file.Config.LeaderElection)
+		ok = ok && leaseOK
+	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "dynwatch check:", err)
 		return exitFailure
 	}
 	if !ok {
-		fmt.Fprintln(e.stderr, "dynwatch check: some rules select nothing or lack permission (see above)")
+		fmt.Fprintln(e.stderr, "dynwatch check: some rules select nothing or lack permission, or leader election lacks it on its Lease (see above)")
 		return exitFailure
 	}
 	return exitOK
