@@ -64,6 +64,11 @@ type Options struct {
 	Dir string
 	// APIServerArgs are extra kube-apiserver flags (e.g. --watch-cache=false).
 	APIServerArgs []string
+	// OwnProcessGroup runs etcd and kube-apiserver in a process group of
+	// their own, so that a terminal's Ctrl-C reaches only the caller, which
+	// stops them after what still needs them (the demo: dynwatch's clean
+	// stop). Default false.
+	OwnProcessGroup bool
 }
 
 // Env is a running control plane.
@@ -79,9 +84,10 @@ type Env struct {
 	// Dir is the working directory; logs are etcd.log and kube-apiserver.log.
 	Dir string
 
-	caData  []byte
-	procs   []*exec.Cmd
-	ownsDir bool
+	caData   []byte
+	procs    []*exec.Cmd
+	ownsDir  bool
+	ownGroup bool
 }
 
 // BinDir returns where the binaries are looked for by default.
@@ -104,7 +110,7 @@ func Start(opts Options) (env *Env, err error) {
 			return nil, fmt.Errorf("testenv: %s not found in %s: run `make testenv` first", b, opts.BinDir)
 		}
 	}
-	e := &Env{Dir: opts.Dir}
+	e := &Env{Dir: opts.Dir, ownGroup: opts.OwnProcessGroup}
 	if e.Dir == "" {
 		if e.Dir, err = os.MkdirTemp("", "dynwatch-testenv-"); err != nil {
 			return nil, err
@@ -263,7 +269,7 @@ func (e *Env) spawn(bin, logName string, args ...string) error {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// If the test binary dies (a panic, a test timeout), so does the control plane.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: e.ownGroup}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("testenv: start %s: %w", bin, err)
