@@ -332,3 +332,43 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], actions: [ou
 		t.Errorf("with a Lease role: exit %d, want 0 and %q; stdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
 	}
 }
+
+// kubectl's ways to name one object, TYPE NAME and TYPE/NAME, and
+// --field-selector, filter tail's events.
+func TestTailObjectAndFieldSelector(t *testing.T) {
+	t.Parallel()
+	d, ns := setupTail(t)
+	streams := map[string][]string{
+		"TYPE NAME":        {"tail", "-v", "gadgets", "one", "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "name"},
+		"TYPE/NAME":        {"tail", "-v", "gd/two", "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "name"},
+		"--field-selector": {"tail", "-v", "gadgets", "--field-selector", "metadata.name!=one,spec.tier=gold", "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "name"},
+	}
+	want := map[string]string{"TYPE NAME": "gadget.tail.example.com/one\n", "TYPE/NAME": "gadget.tail.example.com/two\n", "--field-selector": "gadget.tail.example.com/two\n"}
+	outs, stops := map[string]*testenv.Buffer{}, map[string]func() int{}
+	for name, args := range streams {
+		out, stderr, stop := background(t, args...)
+		waitOutput(t, stderr, name+" to list", func(s string) bool { return strings.Contains(s, "msg=following") })
+		outs[name], stops[name] = out, stop
+	}
+	// three, created last, matches none: once each stream has printed its
+	// object, a short wait shows that nothing else follows.
+	for _, name := range []string{"one", "two", "three"} {
+		tier := map[string]string{"one": "gold", "two": "gold", "three": "silver"}[name]
+		if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, name, map[string]any{"tier": tier}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, out := range outs {
+		waitOutput(t, out, name+"'s object", func(s string) bool { return strings.Contains(s, want[name]) })
+	}
+	time.Sleep(500 * time.Millisecond)
+	for name, out := range outs {
+		stops[name]()
+		if s := out.String(); s != want[name] {
+			t.Errorf("%s: got %q, want %q", name, s, want[name])
+		}
+	}
+	if code, _, stderr := runCLI(t, "tail", "gadgets", "--field-selector", "metadata.name", "--kubeconfig", cp.Kubeconfig); code != exitUsage || !strings.Contains(stderr, "--field-selector") {
+		t.Errorf("bad --field-selector: exit %d, %s", code, stderr)
+	}
+}

@@ -26,6 +26,7 @@ type tailFlags struct {
 	ns, selector, columns, output  string
 	all, initial, noHeaders, watch bool
 	ignoreUnknown                  bool
+	fieldSelector, name            string
 	where, whereCEL                stringList
 }
 
@@ -40,11 +41,12 @@ func (f *tailFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.initial, "initial", false, "also print the objects that exist at start (as add)")
 	fs.BoolVar(&f.noHeaders, "no-headers", false, "table and wide: no header line")
 	fs.BoolVarP(&f.watch, "watch", "w", true, "accepted as with kubectl get -w: tail always watches")
+	fs.StringVar(&f.fieldSelector, "field-selector", "", "as kubectl's: FIELD=VALUE, FIELD==VALUE or FIELD!=VALUE, comma-separated (any field path; checked by tail, not the API server)")
 	fs.BoolVar(&f.ignoreUnknown, "ignore-unknown", false, "warn about resource names discovery does not know and follow the others (default: a usage error)")
 }
 
 func cmdTail(ctx context.Context, e *env, args []string) int {
-	fs := flagSet(e, "tail", "RESOURCE[,RESOURCE…] [-n NS|-A] [-l SELECTOR] [--where EXPR]… [--where-cel EXPR]… [--columns NAME=PATH,…] [-o table|wide|json|yaml|name] [--no-headers] [--initial]",
+	fs := flagSet(e, "tail", "RESOURCE[,RESOURCE…] | TYPE NAME | TYPE/NAME [-n NS|-A] [--field-selector F=V] [-l SELECTOR] [--where EXPR]… [--where-cel EXPR]… [--columns NAME=PATH,…] [-o table|wide|json|yaml|name] [--no-headers] [--initial]",
 		"Follows several resource types at once and prints one line per event (table) or the event payload\n"+
 			"(json, one object a line, rule \"tail\"). RESOURCE is resolved like kubectl does: plural, singular,\n"+
 			"kind or short name, optionally with .group (widgets.example.com). Ctrl-C stops it.\n\n"+tail.WhereSyntax)
@@ -61,8 +63,9 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 	usageErr := func(format string, a ...any) int {
 		return usageError(fs, format, a...)
 	}
-	if len(pos) != 1 {
-		return usageError(fs, "give the resources as one argument, comma-separated (e.g. deployments,widgets.example.com)")
+	resources, err := tf.objectArgs(pos)
+	if err != nil {
+		return usageErr("%v", err)
 	}
 	opts, err := tf.options(e)
 	if err != nil {
@@ -85,7 +88,7 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "dynwatch tail:", err)
 		return exitFailure
 	}
-	if err := findResources(e, cat, pos[0], &opts, tf.ns != "", tf.ignoreUnknown); err != nil {
+	if err := findResources(e, cat, resources, &opts, tf.ns != "", tf.ignoreUnknown); err != nil {
 		return usageErr("%v", err)
 	}
 	if !tf.all && tf.ns == "" {
@@ -122,6 +125,11 @@ func (f *tailFlags) options(e *env) (tail.Options, error) {
 	for _, expr := range f.whereCEL {
 		opts.Where = append(opts.Where, config.ConditionSpec{CEL: expr})
 	}
+	extra, err := f.selectorConditions()
+	if err != nil {
+		return opts, err
+	}
+	opts.Where = append(opts.Where, extra...)
 	cols, err := tail.ParseColumns(f.columns)
 	if err != nil {
 		return opts, err
