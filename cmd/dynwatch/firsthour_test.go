@@ -372,3 +372,20 @@ func TestTailObjectAndFieldSelector(t *testing.T) {
 		t.Errorf("bad --field-selector: exit %d, %s", code, stderr)
 	}
 }
+
+// resources takes kubectl api-resources' -o wide, yaml and name.
+func TestResourcesOutputs(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := runCLI(t, "resources", "-o", "name", "--kubeconfig", cp.Kubeconfig, "--group", "apps")
+	if code != exitOK || !strings.Contains(stdout, "deployments.apps\n") || strings.Count(stdout, "deployments.apps\n") != 1 {
+		t.Errorf("-o name: exit %d, stdout:\n%s\nstderr: %s", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI(t, "resources", "-o", "yaml", "--kubeconfig", cp.Kubeconfig, "--group", "core")
+	if code != exitOK || !strings.Contains(stdout, "- categories:") || !strings.Contains(stdout, "resource: configmaps") {
+		t.Errorf("-o yaml: exit %d, stdout:\n%s", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, "resources", "-o", "wide", "--kubeconfig", cp.Kubeconfig, "--group", "core")
+	if lines := strings.Split(stdout, "\n"); code != exitOK || !strings.HasSuffix(strings.TrimSpace(lines[0]), "CATEGORIES") || !strings.Contains(stdout, "all") {
+		t.Errorf("-o wide: exit %d, stdout:\n%s", code, stdout)
+	}
+}
