@@ -389,3 +389,26 @@ func TestResourcesOutputs(t *testing.T) {
 		t.Errorf("-o wide: exit %d, stdout:\n%s", code, stdout)
 	}
 }
+
+// Completion knows -n namespaces (from the cluster), -o values and test's
+// --rule names (from its --config).
+func TestCompleteFlagValues(t *testing.T) {
+	t.Parallel()
+	_, ns := setupTail(t)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "tail", "--kubeconfig", cp.Kubeconfig, "-n", ns}, []string{ns}},
+		{[]string{"__complete", "tail", "-o", ""}, []string{"table", "wide", "json", "yaml", "name"}},
+		{[]string{"__complete", "resources", "-o", "y"}, []string{"yaml"}},
+		{[]string{"__complete", "audit", "--output", ""}, []string{"table", "json"}},
+		{[]string{"__complete", "test", "--config", "../../config.example.yaml", "--rule", ""}, []string{"big-widgets", "configmap-mode"}},
+	} {
+		code, stdout, stderr := runCLI(t, tc.args...)
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		if got := lines[:len(lines)-1]; code != exitOK || strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("%v: exit %d, got %q, want %q; stderr %s", tc.args[1:], code, got, tc.want, stderr)
+		}
+	}
+}

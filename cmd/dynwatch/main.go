@@ -96,9 +96,7 @@ func cli(ctx context.Context, e *env, args []string) int {
 			},
 		}
 		sub.SetHelpFunc(func(*cobra.Command, []string) { code = c.run(ctx, e, []string{"--help"}) })
-		if c.name == "tail" {
-			sub.ValidArgsFunction = completeResources
-		}
+		sub.ValidArgsFunction = completeFor(c.name)
 		root.AddCommand(sub)
 	}
 	if err := root.ExecuteContext(ctx); err != nil {
