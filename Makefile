@@ -43,7 +43,9 @@ unit: ## only the tests that need no API server
 	$(GO) test -race -count=1 ./config/... ./fieldpath/... ./rules/... ./payload/... ./plan/... ./action/... ./discovery/... ./event/... ./state/... ./tail/... ./internal/arch/...
 
 demo: testenv build ## run dynwatch against a local API server with a demo CRD; Ctrl-C stops it all
-	DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) $(GO) run ./hack/demo --dynwatch bin/dynwatch --config config.example.yaml
+	$(GO) build -o bin/demo ./hack/demo
+	@# The demo itself, not `go run`, takes Ctrl-C: go run exits 1 when interrupted, whatever the demo did.
+	DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) exec bin/demo --dynwatch bin/dynwatch --config config.example.yaml
 
 bench: ## Go benchmarks of the hot paths, 6 runs each; compare implementations with: benchstat -col /impl FILE
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./dyninformer/ ./rules/ ./payload/ ./state/ ./watcher/ ./action/

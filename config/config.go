@@ -515,6 +515,10 @@ func expandEnv(v *validator, p, s string) string {
 		return val
 	})
 	for _, name := range missing {
+		if v.unsetEnvWarns {
+			v.warnUnsetEnv(p, name)
+			continue
+		}
 		v.errf(p, "environment variable %s is not set", name)
 	}
 	return out

@@ -22,7 +22,24 @@ type File struct {
 	Config *Config
 
 	lines map[string]int
+	// envWarnings are the unset variables of Options.UnsetEnvWarns; envUnset
+	// the field paths that hold one.
+	envWarnings Problems
+	envUnset    map[string]bool
 }
+
+// Options change how a file is loaded.
+type Options struct {
+	// UnsetEnvWarns makes a ${VAR} that is not set a warning rather than a
+	// problem, and leaves the field that holds it unjudged: for checking a
+	// file offline, away from the environment it will run in. Default false.
+	UnsetEnvWarns bool
+}
+
+// EnvUnset reports whether the field at path p holds a ${VAR} that was not
+// set (only with Options.UnsetEnvWarns): what a later step finds wrong with
+// its value is not to be reported.
+func (f *File) EnvUnset(p string) bool { return f.envUnset[p] }
 
 // Problem returns a problem at the field path p, located at p's line (or its
 // nearest ancestor's).
@@ -39,21 +56,32 @@ func (f *File) StateEnabled() bool { return f.Config.StateEnabled() }
 // Load reads, decodes and validates the config file at path. A non-nil error is
 // either an I/O error or Problems, every problem in the file.
 func Load(path string) (*File, error) {
+	return LoadWith(path, Options{})
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, o Options) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(path, data)
+	return ParseWith(path, data, o)
 }
 
 // Parse decodes and validates a config file's content; name is used in messages.
 // The returned File is usable even when there are problems (for the compile
 // steps to add theirs); the error is then Problems.
 func Parse(name string, data []byte) (*File, error) {
+	return ParseWith(name, data, Options{})
+}
+
+// ParseWith is Parse with options.
+func ParseWith(name string, data []byte, o Options) (*File, error) {
 	d := &decoder{file: name, lines: map[string]int{}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		line, msg := yamlError(err)
+		line = badLine(data, line, msg)
 		return nil, Problems{{File: name, Line: line, Msg: msg}}
 	}
 	if len(doc.Content) == 0 {
@@ -62,8 +90,9 @@ func Parse(name string, data []byte) (*File, error) {
 	cfg := &Config{}
 	d.decode(&doc, reflectValue(cfg), "")
 	f := &File{Path: name, Source: data, Config: cfg, lines: d.lines}
-	v := &validator{file: f}
+	v := &validator{file: f, unsetEnvWarns: o.UnsetEnvWarns}
 	cfg.validate(v)
+	f.envWarnings, f.envUnset = v.envWarnings, v.envUnset
 	ps := append(d.problems, unread(v.problems, d.problems)...)
 	if len(ps) > 0 {
 		return f, ps.Sorted()
@@ -115,8 +144,15 @@ func yamlError(err error) (int, string) {
 type validator struct {
 	file     *File
 	problems Problems
+	// unsetEnvWarns, envWarnings, envUnset: see Options.UnsetEnvWarns.
+	unsetEnvWarns bool
+	envWarnings   Problems
+	envUnset      map[string]bool
 }
 
 func (v *validator) errf(path, format string, args ...any) {
+	if v.envUnset[path] {
+		return // its value is not known offline: not judged
+	}
 	v.problems = append(v.problems, v.file.Problem(path, format, args...))
 }

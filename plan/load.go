@@ -31,6 +31,12 @@ func Load(path string) (*File, error) {
 	return compile(cf, err)
 }
 
+// LoadWith is Load with the config's load options.
+func LoadWith(path string, o config.Options) (*File, error) {
+	cf, err := config.LoadWith(path, o)
+	return compile(cf, err)
+}
+
 // Parse compiles a config file's content; name is used in messages.
 func Parse(name string, data []byte) (*File, error) {
 	cf, err := config.Parse(name, data)
@@ -57,6 +63,9 @@ func compile(cf *config.File, err error) (*File, error) {
 		}
 		a, ferr := action.Compile(spec)
 		if ferr != nil {
+			if cf.EnvUnset(fmt.Sprintf("actions[%d].%s", i, ferr.Field)) {
+				continue // its value is not known offline
+			}
 			ps = append(ps, cf.Problem(fmt.Sprintf("actions[%d].%s", i, ferr.Field), "%v", ferr.Err))
 			continue
 		}

@@ -51,6 +51,9 @@ func ParseWhere(expr string) (config.ConditionSpec, error) {
 	}
 	o, at := findOperator(expr)
 	if o == nil {
+		if err := singleEquals(expr); err != nil {
+			return config.ConditionSpec{}, err
+		}
 		if hasSpace(expr) || expr == "" || expr == "!" {
 			return config.ConditionSpec{}, fmt.Errorf("cannot read %q: no operator (want PATH OP VALUE with OP one of %s)", expr, operatorList())
 		}
@@ -260,7 +263,9 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 	}
 	p := NewPrinter(o)
 	red := payload.NewRedactor(config.DefaultRedact())
+	pr := newProbe(o.Where)
 	mgr := dyninformer.NewManager(client, func(_ dyninformer.Key, ev *event.Event) {
+		pr.observe(ev)
 		fires, transition := rule.Decide(ev, nil)
 		if !fires {
 			return
@@ -285,6 +290,7 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 			names = append(names, r.Name())
 		}
 		o.Logger.Info("following", "resources", strings.Join(names, ","), "namespace", nsOrAll(o.Namespace))
+		pr.report(o.Logger)
 	}
 	return <-done
 }

@@ -494,6 +494,7 @@ func (w *Watcher) Reload(file *plan.File) error {
 		return err
 	}
 	running := w.queueCtx != nil
+	diff := diffFiles(w.File(), file, func(name string) bool { return w.queues[name] == queues[name] })
 	for name, qr := range queues {
 		if w.queues[name] == qr || !running {
 			continue
@@ -516,7 +517,7 @@ func (w *Watcher) Reload(file *plan.File) error {
 	if w.cat == nil {
 		w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues)})
 	} else {
-		w.applyReloadLocked(file)
+		w.applyReloadLocked(file, diff)
 	}
 	// Only now that events go to the new queues are removed actions retired.
 	for name, qr := range retired {
@@ -530,15 +531,17 @@ func (w *Watcher) Reload(file *plan.File) error {
 
 // applyReloadLocked applies a reloaded file's rules to the running watches;
 // w.mu is held.
-func (w *Watcher) applyReloadLocked(file *plan.File) {
+func (w *Watcher) applyReloadLocked(file *plan.File, diff reloadDiff) {
 	added := map[string]bool{}
 	for _, r := range file.Rules {
 		if w.File().Rule(r.Name) == nil {
 			added[r.Name] = true
 		}
 	}
+	diff.watchesBefore = w.mgr.Watches()
 	started, epoch := w.applyLocked(change{file: file, cat: w.cat, lists: dyninformer.ListsKnown, added: added})
-	w.log.Info("config reloaded", "config", file.Path, "rules", len(file.Rules), "actions", len(file.Config.Actions))
+	w.log.Info("config reloaded", append([]any{"config", file.Path, "rules", len(file.Rules), "actions", len(file.Config.Actions)},
+		diff.attrs(w.mgr.Watches())...)...)
 	// Informers that keep running do not list again: an added rule with
 	// onStart: all sees their objects from the cache instead.
 	fresh := map[dyninformer.Key]bool{}

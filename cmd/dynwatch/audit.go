@@ -16,10 +16,14 @@ func cmdAudit(ctx context.Context, e *env, args []string) int {
 			"invalid config.")
 	var kf kubeFlags
 	kf.register(fs)
+	lf := commandLogs(fs)
 	config := fs.String("config", "", "the config file (required)")
 	output := fs.StringP("output", "o", "table", "output: table or json (one payload per line, type \"audit\")")
 	chunk := fs.Int64("chunk-size", 500, "objects per LIST page")
 	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if code, ok := lf.apply(fs, e, &kf); !ok {
 		return code
 	}
 	if *config == "" || fs.NArg() > 0 {

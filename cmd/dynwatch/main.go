@@ -79,6 +79,8 @@ func cli(ctx context.Context, e *env, args []string) int {
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: progName},
 	}
 	root.SuggestionsMinimumDistance = 2
+	// --version has no -v: -v is verbosity on every command, as with kubectl.
+	root.Flags().Bool("version", false, "print dynwatch's version")
 	root.SetVersionTemplate("dynwatch {{.Version}}\n")
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
@@ -96,13 +98,15 @@ func cli(ctx context.Context, e *env, args []string) int {
 			},
 		}
 		sub.SetHelpFunc(func(*cobra.Command, []string) { code = c.run(ctx, e, []string{"--help"}) })
-		if c.name == "tail" {
-			sub.ValidArgsFunction = completeResources
-		}
+		sub.ValidArgsFunction = completeFor(c.name)
 		root.AddCommand(sub)
 	}
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(e.stderr, "dynwatch: %s\nRun '%s --help' for usage.\n", strings.TrimSpace(err.Error()), progName)
+		msg := strings.TrimSpace(err.Error())
+		if strings.Contains(msg, "shorthand flag: 'v'") {
+			msg += " (-v is verbosity, given to a command: " + progName + " tail -v …; the version is --version)"
+		}
+		fmt.Fprintf(e.stderr, "dynwatch: %s\nRun '%s --help' for usage.\n", msg, progName)
 		return exitUsage
 	}
 	return code

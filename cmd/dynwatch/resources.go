@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -12,19 +13,23 @@ import (
 )
 
 func cmdResources(_ context.Context, e *env, args []string) int {
-	fs := flagSet(e, "resources", "[-o table|json] [--group G]",
+	fs := flagSet(e, "resources", "[-o table|wide|json|yaml|name] [--group G]",
 		"Lists the resources the API server serves, like kubectl api-resources, with every version;\n"+
 			"each group's preferred version comes first. Group/versions whose discovery failed are reported\n"+
 			"on stderr and the rest are listed.")
 	var kf kubeFlags
 	kf.register(fs)
-	output := fs.StringP("output", "o", "table", "output format: table or json")
+	lf := commandLogs(fs)
+	output := fs.StringP("output", "o", "table", "output format: table, wide (adds CATEGORIES), json, yaml or name (RESOURCE.GROUP, once each, as kubectl api-resources -o name)")
 	group := fs.String("group", "", "only this API group (\"core\" for the core group; glob patterns allowed)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if *output != "table" && *output != "json" {
-		return usageError(fs, "-o: want table or json, got %q", *output)
+	if code, ok := lf.apply(fs, e, &kf); !ok {
+		return code
+	}
+	if !slices.Contains(resourceOutputs, *output) {
+		return usageError(fs, "-o: want table or json (or wide, yaml, name), got %q", *output)
 	}
 	c, err := kf.connect()
 	if err != nil {
@@ -51,6 +56,9 @@ func cmdResources(_ context.Context, e *env, args []string) int {
 				list = append(list, r)
 			}
 		}
+	}
+	if *output != "table" && *output != "json" {
+		return writeResources(e.stdout, list, *output)
 	}
 	if *output == "json" {
 		if list == nil {

@@ -75,7 +75,12 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 // loadConfig loads and validates a config file; on failure it prints every
 // problem, one per line, and returns the exit code.
 func loadConfig(stderr io.Writer, path string) (*plan.File, int) {
-	file, err := plan.Load(path)
+	return loadConfigWith(stderr, path, config.Options{})
+}
+
+// loadConfigWith is loadConfig with the config's load options.
+func loadConfigWith(stderr io.Writer, path string, o config.Options) (*plan.File, int) {
+	file, err := plan.LoadWith(path, o)
 	if err != nil {
 		var ps config.Problems
 		if errors.As(err, &ps) {
@@ -102,19 +107,24 @@ func cmdCheck(ctx context.Context, e *env, args []string) int {
 			"Exits 0 when all is well, 1 when a rule selects nothing or lacks permission, 2 on an invalid file.")
 	var kf kubeFlags
 	kf.register(fs)
-	config := fs.String("config", "", "the config file (required)")
+	lf := commandLogs(fs)
+	cfgPath := fs.String("config", "", "the config file (required)")
 	cluster := fs.Bool("cluster", false, "also check the config against the cluster")
+	strictEnv := fs.Bool("strict-env", false, "a ${VAR} that is not set is an error, as for run (default: a warning, the field unchecked)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if *config == "" || fs.NArg() > 0 {
+	if code, ok := lf.apply(fs, e, &kf); !ok {
+		return code
+	}
+	if *cfgPath == "" || fs.NArg() > 0 {
 		return usageError(fs, "--config FILE is required and no arguments are taken")
 	}
-	file, code := loadConfig(e.stderr, *config)
+	file, code := loadConfigWith(e.stderr, *cfgPath, config.Options{UnsetEnvWarns: !*strictEnv})
 	if file == nil {
 		return code
 	}
-	fmt.Fprintf(e.stdout, "%s: ok: %d rule(s), %d action(s)\n", *config, len(file.Rules), len(file.Config.Actions))
+	fmt.Fprintf(e.stdout, "%s: ok: %d rule(s), %d action(s)\n", *cfgPath, len(file.Rules), len(file.Config.Actions))
 	if !*cluster {
 		return exitOK
 	}
@@ -129,12 +139,17 @@ func cmdCheck(ctx context.Context, e *env, args []string) int {
 		return exitFailure
 	}
 	ok, err := rbac.CheckAccess(ctx, e.stdout, c.typed.AuthorizationV1(), file, cat)
+	if err == nil && file.Config.LeaderElection != nil {
+		var leaseOK bool
+		leaseOK, err = checkLease(ctx, e.stdout, c.typed.AuthorizationV1(), file.Config.LeaderElection)
+		ok = ok && leaseOK
+	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "dynwatch check:", err)
 		return exitFailure
 	}
 	if !ok {
-		fmt.Fprintln(e.stderr, "dynwatch check: some rules select nothing or lack permission (see above)")
+		fmt.Fprintln(e.stderr, "dynwatch check: some rules select nothing or lack permission, or leader election lacks it on its Lease (see above)")
 		return exitFailure
 	}
 	return exitOK
@@ -149,11 +164,15 @@ func cmdRBAC(_ context.Context, e *env, args []string) int {
 			"with it, globs and kinds are resolved through discovery.")
 	var kf kubeFlags
 	kf.register(fs)
+	lf := commandLogs(fs)
 	config := fs.String("config", "", "the config file (required)")
 	cluster := fs.Bool("cluster", false, "resolve selectors through discovery")
 	nsFlag := fs.String("namespace", "dynwatch", "the namespace of the ServiceAccount")
 	saFlag := fs.String("service-account", "dynwatch", "the ServiceAccount the roles are bound to (NAMESPACE/NAME also works)")
 	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if code, ok := lf.apply(fs, e, &kf); !ok {
 		return code
 	}
 	ns, name := *nsFlag, *saFlag

@@ -25,6 +25,8 @@ func (s *stringList) Type() string       { return "stringArray" }
 type tailFlags struct {
 	ns, selector, columns, output  string
 	all, initial, noHeaders, watch bool
+	ignoreUnknown                  bool
+	fieldSelector, name            string
 	where, whereCEL                stringList
 }
 
@@ -39,10 +41,12 @@ func (f *tailFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.initial, "initial", false, "also print the objects that exist at start (as add)")
 	fs.BoolVar(&f.noHeaders, "no-headers", false, "table and wide: no header line")
 	fs.BoolVarP(&f.watch, "watch", "w", true, "accepted as with kubectl get -w: tail always watches")
+	fs.StringVar(&f.fieldSelector, "field-selector", "", "as kubectl's: FIELD=VALUE, FIELD==VALUE or FIELD!=VALUE, comma-separated (any field path; checked by tail, not the API server)")
+	fs.BoolVar(&f.ignoreUnknown, "ignore-unknown", false, "warn about resource names discovery does not know and follow the others (default: a usage error)")
 }
 
 func cmdTail(ctx context.Context, e *env, args []string) int {
-	fs := flagSet(e, "tail", "RESOURCE[,RESOURCE…] [-n NS|-A] [-l SELECTOR] [--where EXPR]… [--where-cel EXPR]… [--columns NAME=PATH,…] [-o table|wide|json|yaml|name] [--no-headers] [--initial]",
+	fs := flagSet(e, "tail", "RESOURCE[,RESOURCE…] | TYPE NAME | TYPE/NAME [-n NS|-A] [--field-selector F=V] [-l SELECTOR] [--where EXPR]… [--where-cel EXPR]… [--columns NAME=PATH,…] [-o table|wide|json|yaml|name] [--no-headers] [--initial]",
 		"Follows several resource types at once and prints one line per event (table) or the event payload\n"+
 			"(json, one object a line, rule \"tail\"). RESOURCE is resolved like kubectl does: plural, singular,\n"+
 			"kind or short name, optionally with .group (widgets.example.com). Ctrl-C stops it.\n\n"+tail.WhereSyntax)
@@ -59,8 +63,9 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 	usageErr := func(format string, a ...any) int {
 		return usageError(fs, format, a...)
 	}
-	if len(pos) != 1 {
-		return usageError(fs, "give the resources as one argument, comma-separated (e.g. deployments,widgets.example.com)")
+	resources, err := tf.objectArgs(pos)
+	if err != nil {
+		return usageErr("%v", err)
 	}
 	opts, err := tf.options(e)
 	if err != nil {
@@ -83,8 +88,11 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "dynwatch tail:", err)
 		return exitFailure
 	}
-	if err := findResources(e, cat, pos[0], &opts, tf.ns != ""); err != nil {
+	if err := findResources(e, cat, resources, &opts, tf.ns != "", tf.ignoreUnknown); err != nil {
 		return usageErr("%v", err)
+	}
+	if !tf.all && tf.ns == "" {
+		noteDefaultNamespace(e, opts)
 	}
 	ctx, _, stop := signalContext(ctx, e)
 	defer stop()
@@ -117,6 +125,11 @@ func (f *tailFlags) options(e *env) (tail.Options, error) {
 	for _, expr := range f.whereCEL {
 		opts.Where = append(opts.Where, config.ConditionSpec{CEL: expr})
 	}
+	extra, err := f.selectorConditions()
+	if err != nil {
+		return opts, err
+	}
+	opts.Where = append(opts.Where, extra...)
 	cols, err := tail.ParseColumns(f.columns)
 	if err != nil {
 		return opts, err
@@ -136,8 +149,10 @@ func (f *tailFlags) options(e *env) (tail.Options, error) {
 	return opts, nil
 }
 
-// findResources resolves the comma-separated resource names into opts.
-func findResources(e *env, cat *discovery.Catalog, names string, opts *tail.Options, explicitNS bool) error {
+// findResources resolves the comma-separated resource names into opts. A name
+// discovery does not know is a usage error, as with kubectl get, unless
+// ignoreUnknown: then it is a warning and the others are followed.
+func findResources(e *env, cat *discovery.Catalog, names string, opts *tail.Options, explicitNS, ignoreUnknown bool) error {
 	var bad []string
 	for _, name := range strings.Split(names, ",") {
 		r, err := cat.Find(name)
@@ -147,12 +162,14 @@ func findResources(e *env, cat *discovery.Catalog, names string, opts *tail.Opti
 		}
 		opts.Resources = append(opts.Resources, r)
 	}
-	if len(opts.Resources) == 0 {
+	if len(opts.Resources) == 0 || (len(bad) > 0 && !ignoreUnknown) {
+		if len(opts.Resources) > 0 {
+			bad = append(bad, "(--ignore-unknown follows the others)")
+		}
 		return errors.New(strings.Join(bad, "\n"))
 	}
 	for _, b := range bad {
-		// One bad name does not stop the others from being followed.
-		fmt.Fprintf(e.stderr, "dynwatch tail: %s; following the others\n", b)
+		fmt.Fprintf(e.stderr, "dynwatch tail: warning: %s; following the others\n", b)
 	}
 	if explicitNS {
 		for _, r := range opts.Resources {
@@ -191,4 +208,16 @@ func (f *tailFlags) flagTerms(p config.Problem) string {
 		return "-l " + f.selector
 	}
 	return path
+}
+
+// noteDefaultNamespace says, when no -n or -A was given, which namespace tail
+// follows (the kubeconfig context's, as kubectl's "No resources found in
+// default namespace" does), so that an empty stream is not a puzzle.
+func noteDefaultNamespace(e *env, opts tail.Options) {
+	for _, r := range opts.Resources {
+		if r.Namespaced {
+			fmt.Fprintf(e.stderr, "dynwatch tail: following namespace %q (the kubeconfig context's); -n NS for another, -A for all namespaces\n", opts.Namespace)
+			return
+		}
+	}
 }

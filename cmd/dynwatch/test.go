@@ -27,12 +27,16 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 			"it does not, 2 on bad usage or an invalid config.")
 	var kf kubeFlags
 	kf.registerOffline(fs)
+	lf := commandLogs(fs)
 	config := fs.String("config", "", "the config file (required)")
 	ruleName := fs.String("rule", "", "the rule to evaluate (required)")
 	oldFile := fs.String("old", "", "the object before the change (makes the event an update)")
 	newFile := fs.String("new", "", "the object (after the change) (required)")
 	explain := fs.Bool("explain", false, "print each check with the value found and whether it held")
 	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if code, ok := lf.apply(fs, e, &kf); !ok {
 		return code
 	}
 	usageErr := func(format string, a ...any) int {

@@ -17,7 +17,11 @@ func cmdVersion(_ context.Context, e *env, args []string) int {
 	fs := flagSet(e, "version", "", "Prints dynwatch's version and commit, and the Go and client-go versions it was built with.")
 	var kf kubeFlags
 	kf.registerOffline(fs)
+	lf := commandLogs(fs)
 	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if code, ok := lf.apply(fs, e, &kf); !ok {
 		return code
 	}
 	clientGo := "unknown"

@@ -4,13 +4,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -49,7 +52,9 @@ func run(bin, config string, steps int) error {
 	defer stop()
 
 	say("starting etcd and kube-apiserver on loopback")
-	env, err := testenv.Start(testenv.Options{})
+	// The control plane does not get the terminal's Ctrl-C: dynwatch needs
+	// it for a clean stop, after which the demo stops it.
+	env, err := testenv.Start(testenv.Options{OwnProcessGroup: true})
 	if err != nil {
 		return err
 	}
@@ -66,7 +71,8 @@ func run(bin, config string, steps int) error {
 
 	say("running: %s run --config %s --kubeconfig %s", bin, config, env.Kubeconfig)
 	cmd := exec.Command(bin, "run", "--config", config, "--kubeconfig", env.Kubeconfig)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Stdout = os.Stdout
+	cmd.Stderr = &upWriter{w: os.Stderr, up: func() { tryNext(bin, env.Kubeconfig) }}
 	// dynwatch gets its own process group: the demo forwards Ctrl-C itself, after
 	// which it still needs the API server for a clean stop.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -90,6 +96,7 @@ func run(bin, config string, steps int) error {
 		if err != nil {
 			return fmt.Errorf("dynwatch: %w", err)
 		}
+		say("dynwatch stopped cleanly")
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
 		return errors.New("dynwatch did not stop within 30s")
@@ -98,6 +105,14 @@ func run(bin, config string, steps int) error {
 }
 
 func obj(m map[string]any) *unstructured.Unstructured { return &unstructured.Unstructured{Object: m} }
+
+// tryNext prints three things to try against the demo's API server.
+func tryNext(bin, kubeconfig string) {
+	say("dynwatch is up. Three things to try, in another terminal:\n"+
+		"  %[1]s tail widgets -n demo --where 'status.phase == Ready' --columns phase=status.phase,size=spec.size --kubeconfig %[2]s\n"+
+		"  %[1]s audit --config config.example.yaml --kubeconfig %[2]s\n"+
+		"  %[1]s check --cluster --config config.example.yaml --kubeconfig %[2]s", bin, kubeconfig)
+}
 
 func widget(name string, size int64, color string) *unstructured.Unstructured {
 	return obj(map[string]any{
@@ -121,7 +136,10 @@ func setup(ctx context.Context, d dynamic.Interface) error {
 			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
 				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
 					"spec": map[string]any{"type": "object", "properties": map[string]any{
-						"size": map[string]any{"type": "integer"}, "color": map[string]any{"type": "string"}}}}}}}},
+						"size": map[string]any{"type": "integer"}, "color": map[string]any{"type": "string"}}},
+					"status": map[string]any{"type": "object", "properties": map[string]any{
+						"phase": map[string]any{"type": "string"}}}}}},
+				"subresources": map[string]any{"status": map[string]any{}}}},
 		},
 	})
 	if _, err := d.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
@@ -166,6 +184,7 @@ func changeObjects(ctx context.Context, d dynamic.Interface, steps int) {
 		do   func(i int) error
 	}{
 		{"grow widget small to size 4 (big-widgets fires: size > 3)", func(int) error { return set(widgets, "small", int64(4), "spec", "size") }},
+		{"flip widget large's status.phase to Ready (through the status subresource)", func(int) error { return setPhase(ctx, widgets, "large", "Ready") }},
 		{"switch ConfigMap settings to mode off (configmap-mode fires)", func(int) error { return set(cms, "settings", "off", "data", "mode") }},
 		{"add a label to ConfigMap settings (nothing fires: data.mode unchanged)", func(i int) error {
 			return set(cms, "settings", fmt.Sprint(i), "metadata", "labels", "touched")
@@ -179,6 +198,7 @@ func changeObjects(ctx context.Context, d dynamic.Interface, steps int) {
 		{"delete widget huge-N (big-widgets fires a delete)", func(i int) error {
 			return widgets.Delete(ctx, fmt.Sprintf("huge-%d", i-3), metav1.DeleteOptions{})
 		}},
+		{"flip widget large's status.phase to Pending", func(int) error { return setPhase(ctx, widgets, "large", "Pending") }},
 	}
 	t := time.NewTicker(3 * time.Second)
 	defer t.Stop()
@@ -195,4 +215,34 @@ func changeObjects(ctx context.Context, d dynamic.Interface, steps int) {
 		}
 	}
 	say("done changing objects; dynwatch keeps running until Ctrl-C")
+}
+
+// upWriter passes dynwatch's logs on and calls up once, when dynwatch says its
+// informers have synced: then it is up.
+type upWriter struct {
+	w    io.Writer
+	up   func()
+	once sync.Once
+}
+
+func (u *upWriter) Write(p []byte) (int, error) {
+	n, err := u.w.Write(p)
+	if bytes.Contains(p, []byte("all informers synced")) {
+		u.once.Do(u.up)
+	}
+	return n, err
+}
+
+// setPhase sets a widget's status.phase through the status subresource, as a
+// controller would.
+func setPhase(ctx context.Context, ri dynamic.ResourceInterface, name, phase string) error {
+	u, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if err := unstructured.SetNestedField(u.Object, phase, "status", "phase"); err != nil {
+		return err
+	}
+	_, err = ri.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	return err
 }

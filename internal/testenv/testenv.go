@@ -68,6 +68,11 @@ type Options struct {
 	// ports picks n free ports (default freePorts); a test of the retry on a
 	// port taken meanwhile sets it.
 	ports func(n int) ([]int, error)
+	// OwnProcessGroup runs etcd and kube-apiserver in a process group of
+	// their own, so that a terminal's Ctrl-C reaches only the caller, which
+	// stops them after what still needs them (the demo: dynwatch's clean
+	// stop). Default false.
+	OwnProcessGroup bool
 }
 
 // Env is a running control plane.
@@ -83,9 +88,10 @@ type Env struct {
 	// Dir is the working directory; logs are etcd.log and kube-apiserver.log.
 	Dir string
 
-	caData  []byte
-	procs   []*process
-	ownsDir bool
+	caData   []byte
+	procs    []*process
+	ownsDir  bool
+	ownGroup bool
 }
 
 // process is a spawned binary; done is closed once it has exited.
@@ -131,7 +137,7 @@ func start(opts Options) (env *Env, err error) {
 			return nil, fmt.Errorf("testenv: %s not found in %s: run `make testenv` first", b, opts.BinDir)
 		}
 	}
-	e := &Env{Dir: opts.Dir}
+	e := &Env{Dir: opts.Dir, ownGroup: opts.OwnProcessGroup}
 	if e.Dir == "" {
 		if e.Dir, err = os.MkdirTemp("", "dynwatch-testenv-"); err != nil {
 			return nil, err
@@ -291,7 +297,7 @@ func (e *Env) spawn(bin, logName string, args ...string) error {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// If the test binary dies (a panic, a test timeout), so does the control plane.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: e.ownGroup}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("testenv: start %s: %w", bin, err)

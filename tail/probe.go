@@ -1,0 +1,96 @@
+package tail
+
+import (
+	"log/slog"
+	"sync"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/rules"
+)
+
+// probe watches the initial list for filters that cannot match: a --where
+// path that no listed object has, a --where-cel expression that never yielded
+// true or false (a missing key, say). Such a filter makes tail silent, which
+// looks like nothing happening; after the initial list, tail says so once.
+type probe struct {
+	mu      sync.Mutex
+	done    bool
+	objects int
+	checks  []*probeCheck
+}
+
+// probeCheck is one filter the probe follows.
+type probeCheck struct {
+	spec  config.ConditionSpec
+	found int         // path: objects that have it
+	cel   *rules.Rule // CEL: the expression alone, to count its errors
+}
+
+// newProbe follows the filters of where that can be missed: paths (except
+// notExists, which a missing path satisfies) and CEL expressions.
+func newProbe(where []config.ConditionSpec) *probe {
+	p := &probe{}
+	for _, cs := range where {
+		c := &probeCheck{spec: cs}
+		switch {
+		case cs.CEL != "":
+			r, err := rules.CompileRule(config.RuleSpec{Name: RuleName, Resources: []config.Selector{{Resource: "*"}},
+				When: []config.ConditionSpec{cs}, Actions: []string{RuleName}, OnStart: config.OnStartAll})
+			if err != nil {
+				continue // tail's own rule has reported it
+			}
+			c.cel = r
+		case cs.Op == "notExists" || cs.Path == "":
+			continue
+		}
+		p.checks = append(p.checks, c)
+	}
+	return p
+}
+
+// observe counts an event of the initial list.
+func (p *probe) observe(ev *event.Event) {
+	if ev.Origin != event.InitialList || len(p.checks) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return
+	}
+	p.objects++
+	for _, c := range p.checks {
+		if c.cel != nil {
+			c.cel.Holds(ev)
+		} else if gjson.GetBytes(ev.Object, c.spec.Path).Exists() {
+			c.found++
+		}
+	}
+}
+
+// report warns, once, about each filter no listed object could satisfy; it
+// stops the counting.
+func (p *probe) report(log *slog.Logger) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return
+	}
+	p.done = true
+	if p.objects == 0 {
+		return
+	}
+	for _, c := range p.checks {
+		switch {
+		case c.cel != nil && c.cel.CELErrors() >= uint64(p.objects):
+			log.Warn("--where-cel yielded no true or false on any object listed (an error, such as a missing key, counts as false): nothing can match it",
+				"expr", c.spec.CEL, "objects", p.objects)
+		case c.cel == nil && c.found == 0:
+			log.Warn("--where path is missing on every object listed: nothing can match it until one has it",
+				"path", c.spec.Path, "objects", p.objects)
+		}
+	}
+}
