@@ -443,7 +443,12 @@ func (d *durable) finishListing(k dyninformer.Key) {
 		return tx.SetBaseline(baselineOf(l.res.Group, l.res.Resource, k.Namespace))
 	}, func(err error) {
 		d.forget(k) // only now is the watch synced, records included
-		if err != nil {
+		switch {
+		case errors.Is(err, state.ErrGivenUp), errors.Is(err, state.ErrStopped):
+			// Not written (the committer logged the count) or stopped
+			// first: the next start compares this list again.
+			return
+		case err != nil:
 			d.log.Error("state: cannot compare the records with the listed objects", "resource", k.String(), "err", err)
 			return
 		}
