@@ -2,6 +2,7 @@ package tail
 
 import (
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/tidwall/gjson"
@@ -30,12 +31,17 @@ type probeCheck struct {
 }
 
 // newProbe follows the filters of where that can be missed: paths (except
-// notExists, which a missing path satisfies) and CEL expressions.
+// notExists, which a missing path satisfies) and CEL expressions (except those
+// that read oldObject, which no object of the initial list has).
 func newProbe(where []config.ConditionSpec) *probe {
 	p := &probe{}
 	for _, cs := range where {
 		c := &probeCheck{spec: cs}
 		switch {
+		case strings.Contains(cs.CEL, "oldObject"):
+			// The initial list has no old objects: such an expression errs on
+			// every listed object, yet updates can satisfy it.
+			continue
 		case cs.CEL != "":
 			r, err := rules.CompileRule(config.RuleSpec{Name: RuleName, Resources: []config.Selector{{Resource: "*"}},
 				When: []config.ConditionSpec{cs}, Actions: []string{RuleName}, OnStart: config.OnStartAll})
