@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 
+	"gopkg.in/yaml.v3"
+
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/plan"
 )
@@ -11,7 +14,7 @@ import (
 // reloadDiff is what a reload changed, for its log line: an operator who edits
 // the file sees what took effect, not only that something did.
 type reloadDiff struct {
-	rulesAdded, rulesRemoved                  []string
+	rulesAdded, rulesRemoved, rulesEdit       []string
 	actionsAdded, actionsRemoved, actionsEdit []string
 	watchesBefore                             []dyninformer.Key
 }
@@ -21,6 +24,7 @@ type reloadDiff struct {
 func diffFiles(prev, next *plan.File, kept func(name string) bool) reloadDiff {
 	var d reloadDiff
 	d.rulesAdded, d.rulesRemoved = addedRemoved(ruleNames(prev), ruleNames(next))
+	d.rulesEdit = editedRules(prev, next)
 	d.actionsAdded, d.actionsRemoved = addedRemoved(actionNames(prev), actionNames(next))
 	for _, a := range actionNames(next) {
 		if slices.Contains(actionNames(prev), a) && !kept(a) {
@@ -46,7 +50,7 @@ func (d reloadDiff) attrs(after []dyninformer.Key) []any {
 		key  string
 		list []string
 	}{
-		{"rulesAdded", d.rulesAdded}, {"rulesRemoved", d.rulesRemoved},
+		{"rulesAdded", d.rulesAdded}, {"rulesRemoved", d.rulesRemoved}, {"rulesChanged", d.rulesEdit},
 		{"actionsAdded", d.actionsAdded}, {"actionsRemoved", d.actionsRemoved}, {"actionsChanged", d.actionsEdit},
 		{"watchesAdded", watchesAdded}, {"watchesRemoved", watchesRemoved},
 	} {
@@ -66,6 +70,31 @@ func ruleNames(f *plan.File) []string {
 		out = append(out, r.Name)
 	}
 	return out
+}
+
+// editedRules names the rules of next that prev has under the same name with
+// another spec. Specs are compared as YAML, so that where a rule sits in the
+// file (the lines its values were read from) is no change.
+func editedRules(prev, next *plan.File) []string {
+	was := map[string]string{}
+	for _, r := range prev.Config.Rules {
+		was[r.Name] = specText(r)
+	}
+	var out []string
+	for _, r := range next.Config.Rules {
+		if old, ok := was[r.Name]; ok && old != specText(r) {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+func specText(r config.RuleSpec) string {
+	b, err := yaml.Marshal(r)
+	if err != nil {
+		return "unreadable: " + err.Error() // not equal to any spec that is
+	}
+	return string(b)
 }
 
 func actionNames(f *plan.File) []string {
