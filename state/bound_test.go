@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dynwatch/dynwatch/internal/testos"
 )
 
 // While the file refuses commits, what waits in memory stays within the
@@ -32,7 +34,7 @@ func TestCommitterStopsAtItsBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lift := limitFileSize(t, fi.Size())
+	lift := testos.LimitFileSize(t, fi.Size())
 	first := submit(c, "2", []byte(`{"data":"`+strings.Repeat("x", 256<<10)+`"}`))
 	waitFor(t, "a commit to be refused", func() bool { return c.Err() != nil })
 	small := []byte(`{"data":"` + strings.Repeat("y", 1<<10) + `"}`)

@@ -10,36 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// limitFileSize makes every write past size bytes fail with EFBIG in this
-// process (the Go runtime ignores SIGXFSZ), as a full disk or a file size
-// limit would; the returned func lifts the limit again. It is process-wide,
-// so the tests that use it do not run in parallel.
-func limitFileSize(t *testing.T, size int64) (lift func()) {
-	t.Helper()
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: uint64(size), Max: old.Max}); err != nil {
-		t.Fatal(err)
-	}
-	lifted := false
-	lift = func() {
-		if !lifted {
-			lifted = true
-			if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	t.Cleanup(lift)
-	return lift
-}
+	"github.com/dynwatch/dynwatch/internal/testos"
+)
 
 // committerOn runs a committer on a fresh state file at path holding one
 // record of u at version 1; failures counts the transactions refused.
@@ -126,7 +101,7 @@ func TestCommitterRetriesRefusedCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lift := limitFileSize(t, fi.Size())
+	lift := testos.LimitFileSize(t, fi.Size())
 	big := []byte(`{"id":"u:2:update","data":"` + strings.Repeat("x", 256<<10) + `"}`)
 	first := submit(c, "2", big)                            // needs the file to grow: refused
 	second := submit(c, "3", []byte(`{"id":"u:3:update"}`)) // would fit, but comes after
@@ -192,7 +167,7 @@ func TestCommitterGivesUpAtCloseWithoutMovingRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lift := limitFileSize(t, fi.Size())
+	lift := testos.LimitFileSize(t, fi.Size())
 	first := submit(c, "2", []byte(`{"data":"`+strings.Repeat("x", 256<<10)+`"}`))
 	second := submit(c, "3", nil)
 	waitFor(t, "a commit to be refused", func() bool { return c.Err() != nil })

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/discovery"
 
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testos"
 )
 
 // A resource that appears while dynwatch runs has all its objects fire add,
@@ -34,7 +35,7 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 		w.durable.afterStart = func() {
 			if armed.CompareAndSwap(true, false) {
 				w.durable.commits.Flush()
-				lift = limitFileSize(t, 1)
+				lift = testos.LimitFileSize(t, 1)
 			}
 		}
 	}})
