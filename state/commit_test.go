@@ -40,6 +40,17 @@ func committerWith(t *testing.T, path string, logs *bytes.Buffer, opts Committer
 	return s, c, ran
 }
 
+// fillDisk stops the file at path from growing, as a full disk would: a
+// transaction that needs more room than the file has is refused. lift lifts it.
+func fillDisk(t *testing.T, path string) (lift func()) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testos.LimitFileSize(t, fi.Size())
+}
+
 // submit records u at version rv and queues payload for action out, as the
 // watcher does for one event; the error of its commit comes on the channel.
 func submit(c *Committer, rv string, payload []byte) <-chan error {
@@ -97,11 +108,7 @@ func TestCommitterRetriesRefusedCommits(t *testing.T) {
 	var logs bytes.Buffer
 	var failures atomic.Int64
 	s, c, ran := committerOn(t, path, &logs, &failures)
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lift := testos.LimitFileSize(t, fi.Size())
+	lift := fillDisk(t, path)
 	big := []byte(`{"id":"u:2:update","data":"` + strings.Repeat("x", 256<<10) + `"}`)
 	first := submit(c, "2", big)                            // needs the file to grow: refused
 	second := submit(c, "3", []byte(`{"id":"u:3:update"}`)) // would fit, but comes after
@@ -138,7 +145,7 @@ func TestCommitterRetriesRefusedCommits(t *testing.T) {
 	<-ran
 	_ = s.Close()
 
-	s, err = Open(path) // the next start
+	s, err := Open(path) // the next start
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,11 +170,7 @@ func TestCommitterGivesUpAtCloseWithoutMovingRecords(t *testing.T) {
 	var logs bytes.Buffer
 	var failures atomic.Int64
 	s, c, ran := committerOn(t, path, &logs, &failures)
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lift := testos.LimitFileSize(t, fi.Size())
+	lift := fillDisk(t, path)
 	first := submit(c, "2", []byte(`{"data":"`+strings.Repeat("x", 256<<10)+`"}`))
 	second := submit(c, "3", nil)
 	waitFor(t, "a commit to be refused", func() bool { return c.Err() != nil })
