@@ -3,7 +3,6 @@
 package watcher
 
 import (
-	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -22,11 +21,7 @@ import (
 func TestNewResourceAddsSurviveAStopBeforeTheirCommit(t *testing.T) {
 	ns := namespace(t)
 	dbPath := filepath.Join(t.TempDir(), "state.db")
-	config := fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
-state: {path: %s}
-actions: [{name: out, log: {}}]
-rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [out]}]
-`, dbPath, ns)
+	config := cmsConfig(dbPath, ns)
 	disc := &hidingDiscovery{DiscoveryInterface: discovery.NewDiscoveryClientForConfigOrDie(env.Config)}
 	disc.hide.Store(true) // configmaps are not served at first
 	var armed atomic.Bool

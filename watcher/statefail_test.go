@@ -115,11 +115,7 @@ func TestStateBoundStopsTheRun(t *testing.T) {
 	const limit = 256 << 10
 	ns := namespace(t)
 	dbPath := filepath.Join(t.TempDir(), "state.db")
-	config := fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
-state: {path: %s}
-actions: [{name: out, log: {}}]
-rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [out]}]
-`, dbPath, ns)
+	config := cmsConfig(dbPath, ns)
 	r, stop := runDurable(t, durableRun{config: config, dbPath: dbPath, maxPending: limit})
 	compared(t, r)
 	create(t, cmGVR, ns, configMap(ns, "a", map[string]any{"v": "small"}))
