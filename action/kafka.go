@@ -73,6 +73,15 @@ func (t textOrTemplate) render(d *event.Delivery) (string, error) {
 	return buf.String(), nil
 }
 
+// check runs check on what a template rendered; plain text was checked once,
+// when the config was loaded.
+func (t textOrTemplate) check(rendered string, check func(string) error) error {
+	if t.tmpl == nil {
+		return nil
+	}
+	return check(rendered)
+}
+
 func compileKafka(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError) {
 	ks := spec.Kafka
 	topic, err := compileText(ks.Topic)
@@ -264,7 +273,7 @@ func (k *Kafka) record(d *event.Delivery) (*kgo.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render topic: %w", err)
 	}
-	if err := config.CheckKafkaTopic(topic); err != nil {
+	if err := k.topic.check(topic, config.CheckKafkaTopic); err != nil {
 		return nil, fmt.Errorf("the topic template rendered %w", err)
 	}
 	key := ObjectKey(d.Payload)

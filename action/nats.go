@@ -157,7 +157,7 @@ func (n *NATS) message(d *event.Delivery) (*nats.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render subject: %w", err)
 	}
-	if err := config.CheckNATSSubject(subject); err != nil {
+	if err := n.subject.check(subject, config.CheckNATSSubject); err != nil {
 		return nil, fmt.Errorf("the subject template rendered no subject to publish to: %w", err)
 	}
 	msg := nats.NewMsg(subject)

@@ -55,14 +55,21 @@ func (ns *natsServer) stop() {
 
 func (ns *natsServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", ns.opts.Port) }
 
-// stream connects a client and creates stream DW on subjects dw.>.
-func (ns *natsServer) stream(t testing.TB) (jetstream.Stream, *nats.Conn) {
+// connect connects a client to the server, closed when the test ends.
+func (ns *natsServer) connect(t testing.TB) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(ns.url())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
+	return nc
+}
+
+// stream connects a client and creates stream DW on subjects dw.>.
+func (ns *natsServer) stream(t testing.TB) (jetstream.Stream, *nats.Conn) {
+	t.Helper()
+	nc := ns.connect(t)
 	js, _ := jetstream.New(nc)
 	st, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "DW", Subjects: []string{"dw.>"}, Storage: jetstream.FileStorage})
 	if err != nil {
@@ -183,11 +190,7 @@ func TestNATSServerRestart(t *testing.T) {
 func TestNATSPublishNeverAcked(t *testing.T) {
 	t.Parallel()
 	ns := startNATS(t)
-	nc, err := nats.Connect(ns.url())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := ns.connect(t)
 	var swallowed atomic.Int64
 	sub, err := nc.Subscribe("dw.>", func(*nats.Msg) { swallowed.Add(1) })
 	if err != nil {
@@ -217,11 +220,7 @@ func TestNATSPublishNeverAcked(t *testing.T) {
 func TestNATSCore(t *testing.T) {
 	t.Parallel()
 	ns := startNATS(t)
-	nc, err := nats.Connect(ns.url())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := ns.connect(t)
 	sub, err := nc.SubscribeSync("dw.core")
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/dynwatch/dynwatch/event"
@@ -65,12 +64,7 @@ func TestNATSMessageTooLargeFailsAlone(t *testing.T) {
 		checkTooLargeFailsAlone(t, s, bigDelivery("big", 1100000))
 	})
 	t.Run("max_msg_size", func(t *testing.T) {
-		nc, err := nats.Connect(ns.url())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		js, _ := jetstream.New(nc)
+		js, _ := jetstream.New(ns.connect(t))
 		if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "SMALL", Subjects: []string{"small.>"}, MaxMsgSize: 4096}); err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,8 @@ import (
 
 // bodyFormat renders a delivery as a webhook request's body and the headers
 // that describe it (its Content-Type among them). It is chosen once, at load,
-// from the webhook's format.
+// from the webhook's format. The header map is only read: a format may hand
+// the same one to every delivery.
 type bodyFormat func(d *event.Delivery) (body []byte, header map[string]string, err error)
 
 // webhookFormat returns the format of spec, or nil for the payload JSON as it is.
@@ -24,8 +25,9 @@ func webhookFormat(spec *config.WebhookSpec, source string) bodyFormat {
 				return d.JSON, h, nil
 			}
 		}
+		header := map[string]string{"Content-Type": "application/cloudevents+json"}
 		return func(d *event.Delivery) ([]byte, map[string]string, error) {
-			return ceStructured(d, source), map[string]string{"Content-Type": "application/cloudevents+json"}, nil
+			return ceStructured(d, source), header, nil
 		}
 	case config.FormatSlack:
 		return jsonFormat(slackMessage)
@@ -37,8 +39,9 @@ func webhookFormat(spec *config.WebhookSpec, source string) bodyFormat {
 
 // jsonFormat sends what build makes of a payload as application/json.
 func jsonFormat(build func(*event.Payload) ([]byte, error)) bodyFormat {
+	header := map[string]string{"Content-Type": "application/json"}
 	return func(d *event.Delivery) ([]byte, map[string]string, error) {
 		b, err := build(d.Payload)
-		return b, map[string]string{"Content-Type": "application/json"}, err
+		return b, header, err
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -23,7 +21,6 @@ import (
 
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/internal/testenv"
-	"github.com/dynwatch/dynwatch/plan"
 )
 
 // inTerm counts the goroutines whose stack runs through a term of leader
@@ -55,18 +52,11 @@ func electing(t *testing.T, actions string) (*daemon, string, func() (bool, erro
 	if _, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, fmt.Appendf(nil, `apiVersion: dynwatch/v1alpha1
+	file := loadPlan(t, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
 leaderElection: {namespace: %[1]s, name: dynwatch, leaseDuration: 2s, renewDeadline: 1s, retryPeriod: 200ms}
 actions: %[2]s
 rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%[1]s], actions: [out]}]
-`, ns, actions), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	file, err := plan.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+`, ns, actions))
 	informers, err := dyninformer.NewClient(env.Config)
 	if err != nil {
 		t.Fatal(err)

@@ -3,9 +3,11 @@ package daemon
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/dynwatch/dynwatch/internal/testenv"
+	"github.com/dynwatch/dynwatch/plan"
 )
 
 // env is the real control plane every test in this package shares.
@@ -21,4 +23,18 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	env.Stop()
 	os.Exit(code)
+}
+
+// loadPlan writes yaml to a config file in a fresh directory and loads it.
+func loadPlan(t *testing.T, yaml string) *plan.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file, err := plan.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

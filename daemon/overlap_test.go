@@ -6,8 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,7 +22,6 @@ import (
 
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/internal/testenv"
-	"github.com/dynwatch/dynwatch/plan"
 )
 
 // cutOff is a transport that, once cut, lets no Lease request through: each
@@ -78,18 +75,11 @@ func TestLeaderCutOffStopsBeforeTheTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	const durations = "leaseDuration: 3s, renewDeadline: 2s, retryPeriod: 200ms"
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, fmt.Appendf(nil, `apiVersion: dynwatch/v1alpha1
+	file := loadPlan(t, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
 leaderElection: {namespace: %[1]s, name: dynwatch, %[2]s}
 actions: [{name: out, log: {}}]
 rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%[1]s], actions: [out]}]
-`, ns, durations), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	file, err := plan.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+`, ns, durations))
 	informers, err := dyninformer.NewClient(env.Config)
 	if err != nil {
 		t.Fatal(err)

@@ -8,10 +8,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dynwatch/dynwatch/internal/testos"
 )
 
 // TestHelperInit is not a test: TestInitReapsOrphans runs the test binary as
@@ -76,7 +77,7 @@ func TestInitReapsOrphans(t *testing.T) {
 		}
 		return exists(filepath.Join(dir, "orphan-exited")) && exists(filepath.Join(dir, "pid"))
 	})
-	waitFor(t, "no zombie in the namespace", func() bool { return len(zombiesUnder(cmd.Process.Pid)) == 0 })
+	waitFor(t, "no zombie in the namespace", func() bool { return len(testos.ZombiesUnder(cmd.Process.Pid)) == 0 })
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -101,44 +102,4 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// zombiesUnder returns the zombies among the descendants of root, from
-// /proc/*/stat.
-func zombiesUnder(root int) []int {
-	entries, _ := os.ReadDir("/proc")
-	parent, zombie := map[int]int{}, map[int]bool{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(fields) < 2 {
-			continue
-		}
-		parent[pid], _ = strconv.Atoi(fields[1])
-		zombie[pid] = fields[0] == "Z"
-	}
-	var out []int
-	for pid := range zombie {
-		if !zombie[pid] {
-			continue
-		}
-		for p := parent[pid]; ; p = parent[p] {
-			if p == root {
-				out = append(out, pid)
-				break
-			}
-			if p <= 1 {
-				break
-			}
-		}
-	}
-	return out
 }

@@ -5,7 +5,6 @@ package state
 import (
 	"bytes"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -28,11 +27,7 @@ func TestCommitterStopsAtItsBound(t *testing.T) {
 		overflows.Add(1)
 		overflow.Store(oe)
 	}})
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lift := limitFileSize(t, fi.Size())
+	lift := fillDisk(t, path)
 	first := submit(c, "2", []byte(`{"data":"`+strings.Repeat("x", 256<<10)+`"}`))
 	waitFor(t, "a commit to be refused", func() bool { return c.Err() != nil })
 	small := []byte(`{"data":"` + strings.Repeat("y", 1<<10) + `"}`)

@@ -10,36 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// limitFileSize makes every write past size bytes fail with EFBIG in this
-// process (the Go runtime ignores SIGXFSZ), as a full disk or a file size
-// limit would; the returned func lifts the limit again. It is process-wide,
-// so the tests that use it do not run in parallel.
-func limitFileSize(t *testing.T, size int64) (lift func()) {
-	t.Helper()
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: uint64(size), Max: old.Max}); err != nil {
-		t.Fatal(err)
-	}
-	lifted := false
-	lift = func() {
-		if !lifted {
-			lifted = true
-			if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	t.Cleanup(lift)
-	return lift
-}
+	"github.com/dynwatch/dynwatch/internal/testos"
+)
 
 // committerOn runs a committer on a fresh state file at path holding one
 // record of u at version 1; failures counts the transactions refused.
@@ -63,6 +38,17 @@ func committerWith(t *testing.T, path string, logs *bytes.Buffer, opts Committer
 		t.Fatal(err)
 	}
 	return s, c, ran
+}
+
+// fillDisk stops the file at path from growing, as a full disk would: a
+// transaction that needs more room than the file has is refused. lift lifts it.
+func fillDisk(t *testing.T, path string) (lift func()) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testos.LimitFileSize(t, fi.Size())
 }
 
 // submit records u at version rv and queues payload for action out, as the
@@ -122,11 +108,7 @@ func TestCommitterRetriesRefusedCommits(t *testing.T) {
 	var logs bytes.Buffer
 	var failures atomic.Int64
 	s, c, ran := committerOn(t, path, &logs, &failures)
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lift := limitFileSize(t, fi.Size())
+	lift := fillDisk(t, path)
 	big := []byte(`{"id":"u:2:update","data":"` + strings.Repeat("x", 256<<10) + `"}`)
 	first := submit(c, "2", big)                            // needs the file to grow: refused
 	second := submit(c, "3", []byte(`{"id":"u:3:update"}`)) // would fit, but comes after
@@ -163,7 +145,7 @@ func TestCommitterRetriesRefusedCommits(t *testing.T) {
 	<-ran
 	_ = s.Close()
 
-	s, err = Open(path) // the next start
+	s, err := Open(path) // the next start
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,11 +170,7 @@ func TestCommitterGivesUpAtCloseWithoutMovingRecords(t *testing.T) {
 	var logs bytes.Buffer
 	var failures atomic.Int64
 	s, c, ran := committerOn(t, path, &logs, &failures)
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lift := limitFileSize(t, fi.Size())
+	lift := fillDisk(t, path)
 	first := submit(c, "2", []byte(`{"data":"`+strings.Repeat("x", 256<<10)+`"}`))
 	second := submit(c, "3", nil)
 	waitFor(t, "a commit to be refused", func() bool { return c.Err() != nil })

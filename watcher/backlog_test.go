@@ -26,6 +26,18 @@ rules: [%s]
 	return with, without
 }
 
+// backlogSetup makes a namespace, a receiver that is down, and the two
+// configs of backlogConfigs for a state file in a fresh directory.
+func backlogSetup(t *testing.T, grace string) (ns string, rc *receiver, dbPath, with, without string) {
+	t.Helper()
+	ns = namespace(t)
+	rc = newReceiver(t)
+	rc.down.Store(true)
+	dbPath = filepath.Join(t.TempDir(), "state.db")
+	with, without = backlogConfigs(dbPath, rc, ns, grace)
+	return ns, rc, dbPath, with, without
+}
+
 // pendingOf returns how many deliveries of action wait on disk.
 func pendingOf(t *testing.T, r *running, action string) int {
 	t.Helper()
@@ -59,11 +71,7 @@ func TestReAddedActionDeliversItsBacklogFirst(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ns := namespace(t)
-			rc := newReceiver(t)
-			rc.down.Store(true)
-			dbPath := filepath.Join(t.TempDir(), "state.db")
-			with, without := backlogConfigs(dbPath, rc, ns, tc.grace)
+			ns, rc, dbPath, with, without := backlogSetup(t, tc.grace)
 			r, _ := runDurable(t, durableRun{config: with, dbPath: dbPath})
 			compared(t, r)
 			create(t, cmGVR, ns, configMap(ns, "x", map[string]any{"v": "0"}))
@@ -95,11 +103,7 @@ func TestReAddedActionDeliversItsBacklogFirst(t *testing.T) {
 // that gives the count: adding it back later does not deliver it.
 func TestBacklogOfActionGoneAtStartIsDropped(t *testing.T) {
 	t.Parallel()
-	ns := namespace(t)
-	rc := newReceiver(t)
-	rc.down.Store(true)
-	dbPath := filepath.Join(t.TempDir(), "state.db")
-	with, without := backlogConfigs(dbPath, rc, ns, "200ms")
+	ns, rc, dbPath, with, without := backlogSetup(t, "200ms")
 	r, stop := runDurable(t, durableRun{config: with, dbPath: dbPath})
 	compared(t, r)
 	create(t, cmGVR, ns, configMap(ns, "z", map[string]any{"v": "0"}))
@@ -133,11 +137,7 @@ func TestBacklogOfActionGoneAtStartIsDropped(t *testing.T) {
 // backlog its name kept on disk first, before newer events of the same object.
 func TestRemovedActionBacklogDeliveredAfterRestart(t *testing.T) {
 	t.Parallel()
-	ns := namespace(t)
-	rc := newReceiver(t)
-	rc.down.Store(true)
-	dbPath := filepath.Join(t.TempDir(), "state.db")
-	with, without := backlogConfigs(dbPath, rc, ns, "200ms")
+	ns, rc, dbPath, with, without := backlogSetup(t, "200ms")
 	r, stop := runDurable(t, durableRun{config: with, dbPath: dbPath})
 	compared(t, r)
 	create(t, cmGVR, ns, configMap(ns, "y", map[string]any{"v": "0"}))

@@ -79,6 +79,16 @@ func runDurable(t *testing.T, o durableRun) (*running, func()) {
 	return &running{w: w, out: out, logs: logs, cancel: cancel, done: done}, stop
 }
 
+// cmsConfig is a config with its state file at dbPath whose rule cms logs
+// the configmaps of ns to the action out.
+func cmsConfig(dbPath, ns string) string {
+	return fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+state: {path: %s}
+actions: [{name: out, log: {}}]
+rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [out]}]
+`, dbPath, ns)
+}
+
 // compared waits until r's informers synced and their lists were compared
 // with the records.
 func compared(t *testing.T, r *running) {

@@ -1,7 +1,6 @@
 package watcher
 
 import (
-	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -35,11 +34,7 @@ func recorded(t *testing.T, w *Watcher, uid string) bool {
 func TestLiveAddRacingEndOfListing(t *testing.T) {
 	ns := namespace(t)
 	dbPath := filepath.Join(t.TempDir(), "state.db")
-	config := fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
-state: {path: %s}
-actions: [{name: out, log: {}}]
-rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [out]}]
-`, dbPath, ns)
+	config := cmsConfig(dbPath, ns)
 	create(t, cmGVR, ns, configMap(ns, "before", nil))
 	r, stop := runDurable(t, durableRun{config: config, dbPath: dbPath})
 	compared(t, r) // the baseline

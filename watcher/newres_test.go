@@ -3,7 +3,6 @@
 package watcher
 
 import (
-	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/client-go/discovery"
 
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testos"
 )
 
 // A resource that appears while dynwatch runs has all its objects fire add,
@@ -21,11 +21,7 @@ import (
 func TestNewResourceAddsSurviveAStopBeforeTheirCommit(t *testing.T) {
 	ns := namespace(t)
 	dbPath := filepath.Join(t.TempDir(), "state.db")
-	config := fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
-state: {path: %s}
-actions: [{name: out, log: {}}]
-rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [out]}]
-`, dbPath, ns)
+	config := cmsConfig(dbPath, ns)
 	disc := &hidingDiscovery{DiscoveryInterface: discovery.NewDiscoveryClientForConfigOrDie(env.Config)}
 	disc.hide.Store(true) // configmaps are not served at first
 	var armed atomic.Bool
@@ -34,7 +30,7 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 		w.durable.afterStart = func() {
 			if armed.CompareAndSwap(true, false) {
 				w.durable.commits.Flush()
-				lift = limitFileSize(t, 1)
+				lift = testos.LimitFileSize(t, 1)
 			}
 		}
 	}})

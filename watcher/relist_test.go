@@ -106,11 +106,7 @@ func TestRelistAfterGapSplitsReplacedObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	dbPath := filepath.Join(t.TempDir(), "state.db")
-	config := fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
-state: {path: %s}
-actions: [{name: out, log: {}}]
-rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [out]}]
-`, dbPath, ns)
+	config := cmsConfig(dbPath, ns)
 	cmCreate := func(name string) string {
 		u, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), unstructuredOf(configMap(ns, name, nil)), metav1.CreateOptions{})
 		if err != nil {

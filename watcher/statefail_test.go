@@ -8,42 +8,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testos"
 	"github.com/dynwatch/dynwatch/metrics"
 	"github.com/dynwatch/dynwatch/state"
 )
-
-// limitFileSize makes every write past size bytes fail with EFBIG in this
-// process (the Go runtime ignores SIGXFSZ), as a full disk would; the API
-// server runs in processes of its own, started before. lift lifts it again.
-// It is process-wide: the tests that use it do not run in parallel.
-func limitFileSize(t *testing.T, size int64) (lift func()) {
-	t.Helper()
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: uint64(size), Max: old.Max}); err != nil {
-		t.Fatal(err)
-	}
-	lifted := false
-	lift = func() {
-		if !lifted {
-			lifted = true
-			if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	t.Cleanup(lift)
-	return lift
-}
 
 func fileSize(t *testing.T, path string) int64 {
 	t.Helper()
@@ -84,7 +58,7 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 	waitUntil(t, "the add", eventWait, func() bool { return len(rc.payloads()) == 1 })
 
 	big := strings.Repeat("x", 300<<10) // its delivery cannot fit in the file as it is
-	lift := limitFileSize(t, fileSize(t, dbPath))
+	lift := testos.LimitFileSize(t, fileSize(t, dbPath))
 	setData(t, ns, "a", big)
 	setData(t, ns, "a", "after")
 	waitUntil(t, "the refusals to show", eventWait, func() bool { return r.w.StateErr() != nil })
@@ -111,7 +85,7 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 
 	// Refused again (now no write lands at all), and dynwatch stops before
 	// the disk recovers.
-	lift = limitFileSize(t, 1)
+	lift = testos.LimitFileSize(t, 1)
 	setData(t, ns, "a", big+"y")
 	waitUntil(t, "the refusal", eventWait, func() bool { return r.w.StateErr() != nil })
 	// That event is neither delivered nor on disk: Run says so, and the
@@ -141,16 +115,12 @@ func TestStateBoundStopsTheRun(t *testing.T) {
 	const limit = 256 << 10
 	ns := namespace(t)
 	dbPath := filepath.Join(t.TempDir(), "state.db")
-	config := fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
-state: {path: %s}
-actions: [{name: out, log: {}}]
-rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [out]}]
-`, dbPath, ns)
+	config := cmsConfig(dbPath, ns)
 	r, stop := runDurable(t, durableRun{config: config, dbPath: dbPath, maxPending: limit})
 	compared(t, r)
 	create(t, cmGVR, ns, configMap(ns, "a", map[string]any{"v": "small"}))
 	waitUntil(t, "the add", eventWait, func() bool { return len(r.out.snapshot()) == 1 })
-	lift := limitFileSize(t, fileSize(t, dbPath))
+	lift := testos.LimitFileSize(t, fileSize(t, dbPath))
 	var last string
 	for i := 0; !strings.Contains(r.logs.String(), "wait in memory; stopping"); i++ {
 		if i == 40 { // 40 updates of 2 x 20 KiB: more than 3 times the bound

@@ -61,11 +61,7 @@ func TestResourceBackInDiscoveryIsDiffed(t *testing.T) {
 			}
 			disc := &hidingDiscovery{DiscoveryInterface: discovery.NewDiscoveryClientForConfigOrDie(env.Config)}
 			dbPath := filepath.Join(t.TempDir(), "state.db")
-			r, _ := runDurable(t, durableRun{dbPath: dbPath, disc: disc, config: fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
-state: {path: %s}
-actions: [{name: out, log: {}}]
-rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [out]}]
-`, dbPath, ns), setup: func(w *Watcher) { w.vanishGrace = tc.grace }})
+			r, _ := runDurable(t, durableRun{dbPath: dbPath, disc: disc, config: cmsConfig(dbPath, ns), setup: func(w *Watcher) { w.vanishGrace = tc.grace }})
 			compared(t, r) // the baseline: nothing fires
 
 			disc.hide.Store(true)

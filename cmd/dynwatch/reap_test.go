@@ -5,13 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dynwatch/dynwatch/internal/testos"
 )
 
 // dynwatch run as PID 1 of a PID namespace, as in the FROM scratch image:
@@ -58,7 +59,7 @@ rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], n
 		time.Sleep(20 * time.Millisecond)
 	}
 	deadline = time.Now().Add(10 * time.Second)
-	for z := zombiesUnder(p.cmd.Process.Pid); len(z) > 0; z = zombiesUnder(p.cmd.Process.Pid) {
+	for z := testos.ZombiesUnder(p.cmd.Process.Pid); len(z) > 0; z = testos.ZombiesUnder(p.cmd.Process.Pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("zombies left in dynwatch's PID namespace after 10s: %v", z)
 		}
@@ -70,38 +71,4 @@ rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], n
 	if logs := p.stderr.String(); strings.Contains(logs, "delivery failed") || strings.Contains(logs, "action failing") || len(p.payloads()) != n {
 		t.Errorf("%d payloads logged, want %d; logs:\n%s", len(p.payloads()), n, logs)
 	}
-}
-
-// zombiesUnder returns the zombies among the descendants of root, from
-// /proc/*/stat.
-func zombiesUnder(root int) []int {
-	entries, _ := os.ReadDir("/proc")
-	parent, zombie := map[int]int{}, map[int]bool{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(fields) < 2 {
-			continue
-		}
-		parent[pid], _ = strconv.Atoi(fields[1])
-		zombie[pid] = fields[0] == "Z"
-	}
-	var out []int
-	for pid, z := range zombie {
-		for p := parent[pid]; z && p > 1; p = parent[p] {
-			if p == root {
-				out = append(out, pid)
-				break
-			}
-		}
-	}
-	return out
 }

@@ -47,13 +47,7 @@ rules:
 `, filepath.Join(dir, "state.db"), url, ns))
 	first := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig, "--log-level", "debug")
 	first.waitLog("state: baseline recorded", 30*time.Second)
-	for i := range 5 {
-		name := fmt.Sprint("k", i)
-		if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, name, map[string]any{"n": int64(0)}), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		setN(t, d, ns, name, 1)
-	}
+	addAndBump(t, d, ns, 5)
 	deadline := time.Now().Add(30 * time.Second)
 	for log := first.stderr.String(); !strings.Contains(log, "action failing") || strings.Count(log, `msg="rule matched"`) < 10; log = first.stderr.String() {
 		if time.Now().After(deadline) {

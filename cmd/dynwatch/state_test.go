@@ -135,6 +135,19 @@ func writeConfig(t *testing.T, dir, content string) string {
 	return path
 }
 
+// addAndBump creates gadgets k0 to k<n-1> in ns with n 0, and sets each
+// one's n to 1 after it: two events per gadget.
+func addAndBump(t *testing.T, d dynamic.Interface, ns string, n int) {
+	t.Helper()
+	for i := range n {
+		name := fmt.Sprint("k", i)
+		if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, name, map[string]any{"n": int64(0)}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		setN(t, d, ns, name, 1)
+	}
+}
+
 func setN(t *testing.T, d dynamic.Interface, ns, name string, n int64) {
 	t.Helper()
 	ri := d.Resource(gadgetGVR).Namespace(ns)
@@ -268,13 +281,7 @@ rules:
 `, statePath, recv.srv.URL, ns))
 	first := startProc(t, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
 	first.waitLog("state: baseline recorded", 30*time.Second)
-	for i := range 5 {
-		name := fmt.Sprint("k", i)
-		if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, name, map[string]any{"n": int64(0)}), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		setN(t, d, ns, name, 1)
-	}
+	addAndBump(t, d, ns, 5)
 	// The receiver is down: the action probes one event at a time while the
 	// others wait on disk. Kill once the file holds all ten.
 	var kept []event.Payload

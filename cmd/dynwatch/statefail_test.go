@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,22 +20,8 @@ import (
 
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/internal/testenv"
+	"github.com/dynwatch/dynwatch/internal/testos"
 )
-
-// limitFileSize sets the soft RLIMIT_FSIZE of process pid to cur (its own
-// writes past cur then fail with EFBIG: the Go runtime ignores SIGXFSZ), as a
-// full disk would for its state file.
-func limitFileSize(t *testing.T, pid int, cur uint64) {
-	t.Helper()
-	var old syscall.Rlimit
-	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), syscall.RLIMIT_FSIZE, 0, uintptr(unsafe.Pointer(&old)), 0, 0); e != 0 {
-		t.Fatalf("prlimit: %v", e)
-	}
-	lim := syscall.Rlimit{Cur: cur, Max: old.Max}
-	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), syscall.RLIMIT_FSIZE, uintptr(unsafe.Pointer(&lim)), 0, 0, 0); e != 0 {
-		t.Fatalf("prlimit: %v", e)
-	}
-}
 
 // While the state file refuses commits, /readyz fails and says so and the
 // refusals are counted; once the disk recovers, the event waiting in memory
@@ -64,7 +49,7 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 	if err != nil {
 		t.Fatal(err)
 	}
-	limitFileSize(t, p.cmd.Process.Pid, uint64(fi.Size()))
+	testos.LimitProcFileSize(t, p.cmd.Process.Pid, uint64(fi.Size()))
 	big := strings.Repeat("x", 300<<10) // its delivery cannot fit in the file as it is
 	if _, err := d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns).Create(t.Context(),
 		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "big"}, "data": map[string]any{"v": big}}}, metav1.CreateOptions{}); err != nil {
@@ -84,7 +69,7 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 		t.Errorf("%d deliveries while nothing can be committed", n)
 	}
 
-	limitFileSize(t, p.cmd.Process.Pid, ^uint64(0)) // the disk recovers
+	testos.LimitProcFileSize(t, p.cmd.Process.Pid, ^uint64(0)) // the disk recovers
 	testenv.WaitFor(t, "the event and /readyz ok", 20*time.Second, func() bool {
 		code, _ := get(t, base+"/readyz")
 		return code == http.StatusOK && len(p.payloads()) == 1
@@ -164,7 +149,7 @@ func TestRunStopsWhenTooMuchWaitsForTheStateFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limitFileSize(t, p.cmd.Process.Pid, uint64(fi.Size()))
+	testos.LimitProcFileSize(t, p.cmd.Process.Pid, uint64(fi.Size()))
 	// Each update holds its object and the old one: about 1.8 MB.
 	var last string
 	for i := 0; !strings.Contains(p.stderr.String(), "wait in memory; stopping"); i++ {
@@ -208,7 +193,7 @@ func TestRunStoppedWhileCommitsFailExitsOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limitFileSize(t, p.cmd.Process.Pid, uint64(fi.Size()))
+	testos.LimitProcFileSize(t, p.cmd.Process.Pid, uint64(fi.Size()))
 	big := strings.Repeat("x", 300<<10) // its delivery cannot fit in the file as it is
 	for i := range 5 {
 		putData(t, cms, fmt.Sprintf("c%d", i), big)
