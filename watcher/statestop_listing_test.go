@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dynwatch/dynwatch/dyninformer"
+	"github.com/dynwatch/dynwatch/internal/testos"
 )
 
 // A stop while the file refuses commits logs one line with the count, also
@@ -35,7 +36,7 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 	ended := make(chan struct{})
 	var before int
 	r, stop = runDurable(t, durableRun{config: config, dbPath: dbPath, setup: func(w *Watcher) {
-		limitFileSize(t, 1) // the file is open: from now on no write lands
+		testos.LimitFileSize(t, 1) // the file is open: from now on no write lands
 		w.durable.beforeCompare = func(dyninformer.Key) {
 			once.Do(func() {
 				before, _ = w.durable.commits.Pending()

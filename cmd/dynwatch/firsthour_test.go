@@ -201,11 +201,11 @@ func TestTailWarnsFilterMissedEverywhere(t *testing.T) {
 	_, stderr, stop := background(t, "tail", "gadgets", "-n", ns, "--kubeconfig", cp.Kubeconfig,
 		"--where", "spec.nothere > 3", "--where", "spec.size > 1", "--where", "!spec.paused",
 		"--where-cel", "object.spec.missing == 1", "--where-cel", "object.spec.size > 1")
-	s := waitOutput(t, stderr, "the warnings", func(s string) bool { return strings.Count(s, "level=WARN") >= 2 })
+	waitOutput(t, stderr, "the warnings", func(s string) bool { return strings.Count(s, "level=WARN") >= 2 })
 	if code := stop(); code != exitOK {
 		t.Errorf("exit %d", code)
 	}
-	s = stderr.String()
+	s := stderr.String()
 	for _, want := range []string{
 		`msg="--where path is missing on every object listed: nothing can match it until one has it" path=spec.nothere objects=2`,
 		`msg="--where-cel yielded no true or false on any object listed (an error, such as a missing key, counts as false): nothing can match it" expr="object.spec.missing == 1" objects=2`,
