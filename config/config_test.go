@@ -51,10 +51,10 @@ rules: [{name: r, resources: [{kind: ConfigMap}], actions: [out, x]}]
 		t.Fatal(err)
 	}
 	log, x := f.Config.Actions[0].RetryPolicy(), f.Config.Actions[1].RetryPolicy()
-	if *log.Max != DefaultRetryMax || log.MaxBackoff.Std() != DefaultMaxBO {
+	if *log.Max != DefaultMaxRetries || log.MaxBackoff.Std() != DefaultMaxBackoff {
 		t.Errorf("log retry = %+v", log)
 	}
-	if *x.Max != 3 || x.InitialBackoff.Std() != DefaultInitialBO {
+	if *x.Max != 3 || x.InitialBackoff.Std() != DefaultInitialBackoff {
 		t.Errorf("exec retry = max %d initial %s", *x.Max, x.InitialBackoff.Std())
 	}
 	if f.Config.Actions[1].Kind() != "exec" {

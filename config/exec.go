@@ -14,7 +14,14 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // command (DYNWATCH_TYPE, DYNWATCH_RULE, ...): exec.env cannot set them.
 const ReservedEnvPrefix = "DYNWATCH_"
 
-// validateEnv checks exec.env's names and expands ${VAR} in its values.
+// settableEnv reports whether exec.env may set the variable k; the value of
+// one it may not is not expanded.
+func settableEnv(k string) bool {
+	return envNameRE.MatchString(k) && !strings.HasPrefix(k, ReservedEnvPrefix)
+}
+
+// validateEnv checks exec.env's names, and reports the unset variables of
+// their values.
 func (e *ExecSpec) validateEnv(v *validator, p string) {
 	for _, k := range slices.Sorted(maps.Keys(e.Env)) {
 		switch {
@@ -23,16 +30,7 @@ func (e *ExecSpec) validateEnv(v *validator, p string) {
 		case strings.HasPrefix(k, ReservedEnvPrefix):
 			v.errf(p+"."+k, "%s* variables are set by dynwatch for every event", ReservedEnvPrefix)
 		default:
-			e.Env[k] = expandEnv(v, p+"."+k, e.Env[k])
+			v.reportEnv(p + "." + k)
 		}
 	}
-}
-
-// positive reports a duration that is zero or negative at p: a timeout of
-// 0s would fail every attempt at once (exec) or mean none at all (HTTP).
-func positive(v *validator, p string, d *Duration) *Duration {
-	if *d <= 0 {
-		v.errf(p, "must be positive, got %s", d.Std())
-	}
-	return d
 }

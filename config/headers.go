@@ -12,14 +12,20 @@ import (
 // every event after the first, so headers cannot set them.
 const ReservedHeaderPrefix = "X-Dynwatch-"
 
-// validateHeaders checks webhook.headers' names and expands ${VAR} in their
-// values.
+// reservedHeader reports whether the header k is one dynwatch sets; its value
+// is neither expanded nor sent.
+func reservedHeader(k string) bool {
+	return strings.HasPrefix(strings.ToLower(k), strings.ToLower(ReservedHeaderPrefix))
+}
+
+// validateHeaders checks webhook.headers' names, and reports the unset
+// variables of their values.
 func (w *WebhookSpec) validateHeaders(v *validator, p string) {
 	for _, k := range slices.Sorted(maps.Keys(w.Headers)) {
-		if strings.HasPrefix(strings.ToLower(k), strings.ToLower(ReservedHeaderPrefix)) {
+		if reservedHeader(k) {
 			v.errf(p+"."+k, "%s* headers are set by dynwatch for every delivery", ReservedHeaderPrefix)
 			continue
 		}
-		w.Headers[k] = expandEnv(v, p+"."+k, w.Headers[k])
+		v.reportEnv(p + "." + k)
 	}
 }

@@ -75,7 +75,9 @@ func Parse(name string, data []byte) (*File, error) {
 	return ParseWith(name, data, Options{})
 }
 
-// ParseWith is Parse with options.
+// ParseWith is Parse with options. After decoding, the steps run once each and
+// in this order: expansion of ${VAR}, defaults, checks, and the rules' share
+// of the file's defaults: section.
 func ParseWith(name string, data []byte, o Options) (*File, error) {
 	d := &decoder{file: name, lines: map[string]int{}}
 	var doc yaml.Node
@@ -91,7 +93,10 @@ func ParseWith(name string, data []byte, o Options) (*File, error) {
 	d.decode(&doc, reflectValue(cfg), "")
 	f := &File{Path: name, Source: data, Config: cfg, lines: d.lines}
 	v := &validator{file: f, unsetEnvWarns: o.UnsetEnvWarns}
+	cfg.expandEnv(v)
+	cfg.applyDefaults()
 	cfg.validate(v)
+	cfg.inheritDefaults()
 	f.envWarnings, f.envUnset = v.envWarnings, v.envUnset
 	ps := append(d.problems, unread(v.problems, d.problems)...)
 	if len(ps) > 0 {
@@ -138,21 +143,4 @@ func yamlError(err error) (int, string) {
 		n++
 	}
 	return n, msg
-}
-
-// validator collects the problems that types find in themselves.
-type validator struct {
-	file     *File
-	problems Problems
-	// unsetEnvWarns, envWarnings, envUnset: see Options.UnsetEnvWarns.
-	unsetEnvWarns bool
-	envWarnings   Problems
-	envUnset      map[string]bool
-}
-
-func (v *validator) errf(path, format string, args ...any) {
-	if v.envUnset[path] {
-		return // its value is not known offline: not judged
-	}
-	v.problems = append(v.problems, v.file.Problem(path, format, args...))
 }

@@ -12,25 +12,12 @@ func (f *File) Warnings() []Problem {
 			"every Secret's data, stringData and last-applied-configuration annotation reach payloads, logs, tail, audit and test in clear, unless a redact entry blanks them"))
 	}
 	// The file's entries follow the built-in one, unless it is dropped.
-	first := 1
-	if rs != nil && !*rs {
-		first = 0
-	}
-	for i := first; i < len(f.Config.Redact); i++ {
-		if k := f.Config.Redact[i].Kind; k != "" && (k[0] < 'A' || k[0] > 'Z') {
-			out = append(out, f.Problem(fmt.Sprintf("redact[%d].kind", i-first), "warning: %q is not written as a kind is (ConfigMap, not configmap or configmaps): "+
+	written, _ := f.Config.writtenRedact()
+	for i, r := range written {
+		if k := r.Kind; k != "" && (k[0] < 'A' || k[0] > 'Z') {
+			out = append(out, f.Problem(fmt.Sprintf("redact[%d].kind", i), "warning: %q is not written as a kind is (ConfigMap, not configmap or configmaps): "+
 				"kinds match exactly, so this entry may blank nothing", k))
 		}
 	}
 	return out
-}
-
-// warnUnsetEnv records that the field at p uses the unset variable name.
-func (v *validator) warnUnsetEnv(p, name string) {
-	if v.envUnset == nil {
-		v.envUnset = map[string]bool{}
-	}
-	v.envUnset[p] = true
-	v.envWarnings = append(v.envWarnings, v.file.Problem(p,
-		"warning: environment variable %s is not set; the field is not checked (--strict-env makes this an error)", name))
 }
