@@ -1,5 +1,9 @@
 package config
 
+// The schema of the bus sinks (kafka, nats) and of the formats an action
+// sends in; their checks are in validate_sinks.go, their defaults in
+// defaults.go.
+
 // The formats an action can send an event in.
 const (
 	FormatJSON        = "json"
