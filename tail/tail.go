@@ -262,16 +262,15 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 		o.Logger = slog.Default()
 	}
 	p := NewPrinter(o)
-	red := payload.NewRedactor(config.DefaultRedact())
+	eval := &rules.Evaluator{Redactor: payload.NewRedactor(config.DefaultRedact())}
+	only := []*rules.Rule{rule}
 	pr := newProbe(o.Where)
 	mgr := dyninformer.NewManager(client, func(_ dyninformer.Key, ev *event.Event) {
 		pr.observe(ev)
-		fires, transition := rule.Decide(ev, nil)
-		if !fires {
-			return
-		}
-		if err := p.Print(rule.Payload(payload.Prepare(red, ev), transition)); err != nil {
-			o.Logger.Error("write", "err", err)
+		for _, m := range eval.Evaluate(only, ev) {
+			if err := p.Print(m.Payload); err != nil {
+				o.Logger.Error("write", "err", err)
+			}
 		}
 	}, dyninformer.Options{Logger: o.Logger})
 	var watches []dyninformer.Watch
