@@ -1,9 +1,3 @@
-// Package audit lists the current objects of every rule's resources once and
-// reports those that satisfy a rule's conditions: a one-shot check for CI and
-// compliance jobs.
-//
-// It starts from plan and must not import the daemon's packages (watcher,
-// daemon, state).
 package audit
 
 import (

@@ -1,9 +1,9 @@
 package discovery
 
-import "strings"
+// What can be guessed of a kind without a cluster: `dynwatch test` has none,
+// and a selector that names a kind is matched against plurals offline.
 
-// What can be guessed of a kind without a cluster (`dynwatch test` has none,
-// and a selector may name a kind whose plural discovery has not served yet).
+import "strings"
 
 // Plural guesses a kind's resource name the way most APIs spell it.
 func Plural(kind string) string {
