@@ -15,6 +15,7 @@ import (
 
 // Test is one `dynwatch test`: a rule evaluated on objects read from files.
 type Test struct {
+	// Rule is the rule evaluated.
 	Rule *rules.Rule
 	// Redactor blanks the config's redacted paths in what is shown.
 	Redactor *payload.Redactor

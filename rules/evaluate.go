@@ -9,8 +9,11 @@ import (
 
 // Match is a rule an event fired, with its verdict and its payload.
 type Match struct {
-	Rule    *Rule
+	// Rule is the rule that fired.
+	Rule *Rule
+	// Verdict is its decision, the transition included.
 	Verdict Verdict
+	// Payload is the event's payload for the rule, its objects redacted.
 	Payload *event.Payload
 }
 
