@@ -1,9 +1,3 @@
-// Package audit lists the current objects of every rule's resources once and
-// reports those that satisfy a rule's conditions: a one-shot check for CI and
-// compliance jobs.
-//
-// It starts from plan and must not import the daemon's packages (watcher,
-// daemon, state).
 package audit
 
 import (
@@ -17,10 +11,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/dynwatch/dynwatch/discovery"
+	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/payload"
 	"github.com/dynwatch/dynwatch/plan"
@@ -40,7 +33,8 @@ type Finding struct {
 type Options struct {
 	File    *plan.File
 	Catalog *discovery.Catalog
-	Client  dynamic.Interface
+	// Client lists the objects, as the JSON bytes the API server sent.
+	Client *dyninformer.Client
 	// PageSize is the LIST limit; large clusters are read a page at a time.
 	// Default: 500.
 	PageSize int64
@@ -75,25 +69,29 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			key += " in namespace " + w.Namespace
 		}
 		gvr := w.Key().GVR
-		ri := dynamic.ResourceInterface(o.Client.Resource(gvr))
-		if w.Namespace != "" {
-			ri = o.Client.Resource(gvr).Namespace(w.Namespace)
-		}
+		eval := &rules.Evaluator{Redactor: o.File.Redactor, State: true}
 		cont := ""
 		for {
-			list, err := ri.List(ctx, metav1.ListOptions{Limit: o.PageSize, Continue: cont})
+			list, err := o.Client.List(ctx, gvr, w.Namespace, metav1.ListOptions{Limit: o.PageSize, Continue: cont})
 			if err != nil {
 				res.Failed[key] = err
 				break
 			}
-			for i := range list.Items {
-				res.Findings = append(res.Findings, evaluate(o, pl.Index[gvr], w.Resource, &list.Items[i])...)
+			for _, item := range list.Items {
+				obj, ok := item.(*dyninformer.Object)
+				if !ok {
+					continue
+				}
+				ev := event.New(TypeAudit, w.Resource, obj.JSON(), nil, o.Now())
+				for _, m := range eval.Evaluate(pl.Index[gvr], ev) {
+					res.Findings = append(res.Findings, Finding{Rule: m.Rule, Payload: m.Payload})
+				}
 			}
 			res.Listed[key] += len(list.Items)
 			if o.Progress != nil {
 				fmt.Fprintf(o.Progress, "\r\033[Klisting %s: %d objects", key, res.Listed[key])
 			}
-			cont = list.GetContinue()
+			cont = list.Continue
 			if cont == "" {
 				break
 			}
@@ -106,27 +104,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return strings.Compare(a.Payload.Rule+"\x00"+a.Payload.Namespace+"\x00"+a.Payload.Name, b.Payload.Rule+"\x00"+b.Payload.Namespace+"\x00"+b.Payload.Name)
 	})
 	return res, ctx.Err()
-}
-
-func evaluate(o Options, rs []*rules.Rule, r event.Resource, u *unstructured.Unstructured) []Finding {
-	u.SetManagedFields(nil)
-	b, err := json.Marshal(u.Object)
-	if err != nil {
-		return nil
-	}
-	ev := event.New(TypeAudit, r, b, nil, o.Now())
-	var out []Finding
-	var prepared *payload.Prepared
-	for _, rule := range rs {
-		if !rule.Holds(ev) {
-			continue
-		}
-		if prepared == nil {
-			prepared = o.File.Prepare(ev)
-		}
-		out = append(out, Finding{Rule: rule, Payload: rule.Payload(prepared, "")})
-	}
-	return out
 }
 
 // WriteTable writes the findings as a table: RULE, RESOURCE, NAMESPACE, NAME and

@@ -1,7 +1,3 @@
-// Package discovery enumerates the group/version/resources an API server serves
-// and resolves rule selectors to them.
-//
-// It imports no dynwatch package but event.
 package discovery
 
 import (

@@ -132,20 +132,6 @@ func (s Selector) MatchesObject(group, version, kind string) bool {
 	return s.Resource == "" || globMatch(s.Resource, Plural(kind))
 }
 
-// Plural guesses a kind's resource name the way most APIs spell it.
-func Plural(kind string) string {
-	k := strings.ToLower(kind)
-	switch {
-	case k == "":
-		return ""
-	case strings.HasSuffix(k, "s"), strings.HasSuffix(k, "x"), strings.HasSuffix(k, "ch"), strings.HasSuffix(k, "sh"):
-		return k + "es"
-	case strings.HasSuffix(k, "y") && len(k) > 1 && !strings.ContainsRune("aeiou", rune(k[len(k)-2])):
-		return k[:len(k)-1] + "ies"
-	}
-	return k + "s"
-}
-
 // WhyNothing says why s selects no served resource: it matches resources that
 // cannot be listed and watched (naming their verbs), or names that are close
 // to served ones ("did you mean …"); "" when there is nothing to say.

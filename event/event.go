@@ -51,7 +51,7 @@ func (r Resource) Name() string {
 }
 
 // Origin is where an event came from. Whether a rule fires on it depends on
-// the origin and the rule's onStart (see rules.Rule.Fires).
+// the origin and the rule's onStart (see rules.Rule.Decide).
 type Origin uint8
 
 // The origins of an event.

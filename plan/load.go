@@ -6,7 +6,6 @@ import (
 
 	"github.com/dynwatch/dynwatch/action"
 	"github.com/dynwatch/dynwatch/config"
-	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/payload"
 	"github.com/dynwatch/dynwatch/rules"
 )
@@ -76,9 +75,6 @@ func compile(cf *config.File, err error) (*File, error) {
 	}
 	return f, nil
 }
-
-// Prepare redacts the event's objects and, for updates, computes the changed paths.
-func (f *File) Prepare(ev *event.Event) *payload.Prepared { return payload.Prepare(f.Redactor, ev) }
 
 // Rule returns the named rule, or nil.
 func (f *File) Rule(name string) *rules.Rule {

@@ -55,7 +55,7 @@ rules:
 			for b.Loop() {
 				ev := &event.Event{Type: event.Add, Object: obj}
 				for _, r := range tc.rules {
-					if !r.Fires(ev, nil) {
+					if !r.Decide(ev, nil).Fires {
 						b.Fatal("the rule does not fire")
 					}
 				}
@@ -91,7 +91,7 @@ func BenchmarkRulesPerEvent(b *testing.B) {
 			for b.Loop() {
 				ev := &event.Event{Type: event.Update, Object: obj, OldObject: obj}
 				for _, r := range rs {
-					r.Fires(ev, nil)
+					r.Decide(ev, nil)
 				}
 			}
 		})

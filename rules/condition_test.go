@@ -166,7 +166,7 @@ rules:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := r.Fires(&tt.ev, nil); got != tt.want {
+			if got := r.Decide(&tt.ev, nil).Fires; got != tt.want {
 				t.Errorf("Match = %v, want %v", got, tt.want)
 			}
 		})

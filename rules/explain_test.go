@@ -42,8 +42,8 @@ rules:
 		return []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns","uid":"u","resourceVersion":"2","labels":{"app":"web","token":"` + token + `"}}}`)
 	}
 	ev := event.New(event.Update, res, obj(sentinel), obj("old-"+sentinel), time.Now())
-	fires, steps := rs[0].Explain(ev, nil, red)
-	if !fires {
+	v, steps := rs[0].Explain(ev, nil, red)
+	if !v.Fires {
 		t.Errorf("the rule does not fire: %v", steps)
 	}
 	for _, s := range steps {

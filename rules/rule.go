@@ -68,29 +68,31 @@ type Step struct {
 	Held  bool
 }
 
-// Fires decides whether the event fires the rule: the one place that decides
-// it, for run, tail and test alike. The caller has already checked that the
-// rule selects the event's resource.
-func (r *Rule) Fires(ev *event.Event, added Added) bool {
-	fires, _ := r.decide(ev, added, nil)
-	return fires
+// Verdict is the firing decision on one event.
+type Verdict struct {
+	// Fires is whether the event fires the rule.
+	Fires bool
+	// Transition is what a rule with fire: enter, exit or edges fired on
+	// (enter or exit); "" for fire: always and when the rule does not fire.
+	Transition string
 }
 
-// Decide is Fires that also says the transition (enter or exit) a rule with
-// fire: enter, exit or edges fired on ("" for fire: always).
-func (r *Rule) Decide(ev *event.Event, added Added) (fires bool, transition string) {
+// Decide decides whether the event fires the rule: the one place that decides
+// it, for run, tail, test and the tests alike. The caller has already checked
+// that the rule selects the event's resource.
+func (r *Rule) Decide(ev *event.Event, added Added) Verdict {
 	return r.decide(ev, added, nil)
 }
 
-// Explain is Fires recording every check it makes, in order, with what it found
-// and whether it held; unlike Fires it goes on past a failed check, so that
-// every check is shown. The verdict is Fires' by construction. What it found is
-// read from the objects as red redacts them (nil: as they are), as every output
-// shows them.
-func (r *Rule) Explain(ev *event.Event, added Added, red *payload.Redactor) (bool, []Step) {
+// Explain is Decide recording every check it makes, in order, with what it
+// found and whether it held; unlike Decide it goes on past a failed check, so
+// that every check is shown. The verdict is Decide's by construction. What it
+// found is read from the objects as red redacts them (nil: as they are), as
+// every output shows them.
+func (r *Rule) Explain(ev *event.Event, added Added, red *payload.Redactor) (Verdict, []Step) {
 	rec := &recorder{obj: red.Redact(ev.Resource, ev.Object), old: red.Redact(ev.Resource, ev.OldObject)}
-	fires, _ := r.decide(ev, added, rec)
-	return fires, rec.steps
+	v := r.decide(ev, added, rec)
+	return v, rec.steps
 }
 
 // recorder collects Explain's steps, and the objects it shows values from.
@@ -106,14 +108,14 @@ func (r *Rule) Holds(ev *event.Event) bool { return r.holds(ev, nil) }
 
 // decide runs every check of the rule on ev; with rec it records each one and
 // does not stop at the first that fails.
-func (r *Rule) decide(ev *event.Event, added Added, rec *recorder) (bool, string) {
+func (r *Rule) decide(ev *event.Event, added Added, rec *recorder) Verdict {
 	ok := r.originAllows(ev, added, rec)
 	if !ok && rec == nil {
-		return false, ""
+		return Verdict{}
 	}
 	ok = r.onAllows(ev, rec) && ok
 	if !ok && rec == nil {
-		return false, ""
+		return Verdict{}
 	}
 	transition := ""
 	if r.Fire == config.FireAlways {
@@ -124,9 +126,12 @@ func (r *Rule) decide(ev *event.Event, added Added, rec *recorder) (bool, string
 		ok = fits && ok
 	}
 	if !ok && rec == nil {
-		return false, ""
+		return Verdict{}
 	}
-	return r.changedHolds(ev, rec) && ok, transition
+	if ok = r.changedHolds(ev, rec) && ok; !ok {
+		return Verdict{}
+	}
+	return Verdict{Fires: true, Transition: transition}
 }
 
 // transition evaluates the rule's conditions before and after the event (an
@@ -339,8 +344,8 @@ func (r *Rule) FieldNames() []string {
 	return names
 }
 
-// Payload builds the payload of the prepared event for r; transition is what
-// Decide said (for fire: edges, enter and exit).
+// Payload builds the payload of the prepared event for r; transition is the
+// Verdict's (for fire: enter, exit and edges).
 func (r *Rule) Payload(p *payload.Prepared, transition string) *event.Payload {
 	pl := payload.Build(p, r.Name, r.fields)
 	pl.Transition = transition

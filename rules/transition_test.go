@@ -43,7 +43,8 @@ rules:
 		t.Run(tt.name, func(t *testing.T) {
 			got := map[string]string{}
 			for _, r := range rs {
-				fires, tr := r.Decide(&tt.ev, nil)
+				verdict := r.Decide(&tt.ev, nil)
+				fires, tr := verdict.Fires, verdict.Transition
 				v := "-"
 				if fires {
 					v = tr
@@ -52,8 +53,8 @@ rules:
 					}
 				}
 				got[r.Name] = v
-				if verdict, _ := r.Explain(&tt.ev, nil, nil); verdict != fires {
-					t.Errorf("%s: Explain %v, Decide %v", r.Name, verdict, fires)
+				if explained, _ := r.Explain(&tt.ev, nil, nil); explained != verdict {
+					t.Errorf("%s: Explain %+v, Decide %+v", r.Name, explained, verdict)
 				}
 			}
 			w := tt.expected
@@ -87,7 +88,7 @@ rules:
 	ev := &event.Event{Type: event.Update, OldObject: deploy(3, 3), Object: deploy(5, 4)}
 	got := map[string]bool{}
 	for _, r := range rs {
-		got[r.Name] = r.Fires(ev, nil)
+		got[r.Name] = r.Decide(ev, nil).Fires
 	}
 	want := map[string]bool{"fields": true, "grew": true, "limits": false, "memory": true, "missing": false, "labels": true}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -103,7 +104,7 @@ rules:
 		t.Errorf("paths recorded for a CEL rule: %s", p)
 	}
 	add := &event.Event{Type: event.Add, Object: deploy(5, 4)}
-	if rs[1].Fires(add, nil) {
+	if rs[1].Decide(add, nil).Fires {
 		t.Error("oldObject is null on an add")
 	}
 }
@@ -122,7 +123,7 @@ rules:
 		items[i] = fmt.Sprint(i)
 	}
 	ev := &event.Event{Type: event.Add, Object: []byte(`{"items":[` + strings.Join(items, ",") + `]}`)}
-	if rs[0].Fires(ev, nil) || rs[0].CELErrors() != 1 {
-		t.Errorf("over the cost limit: fires %v, errors %d", rs[0].Fires(ev, nil), rs[0].CELErrors())
+	if rs[0].Decide(ev, nil).Fires || rs[0].CELErrors() != 1 {
+		t.Errorf("over the cost limit: fires %v, errors %d", rs[0].Decide(ev, nil).Fires, rs[0].CELErrors())
 	}
 }

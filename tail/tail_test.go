@@ -115,7 +115,7 @@ func TestWhereSemantics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := r.Fires(&event.Event{Type: event.Add, Object: obj}, nil); got != tt.want {
+		if got := r.Decide(&event.Event{Type: event.Add, Object: obj}, nil).Fires; got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.expr, got, tt.want)
 		}
 	}

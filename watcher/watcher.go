@@ -653,17 +653,14 @@ type routed struct {
 // route evaluates the rules of the event's resource and returns a delivery per
 // rule that fires and action. The payload is built and encoded once per rule.
 func (p *pipeline) route(gvr schema.GroupVersionResource, ev *event.Event) []routed {
+	eval := rules.Evaluator{Redactor: p.file.Redactor, Added: p.added}
+	if p.metrics != nil {
+		eval.Observer = p.metrics // timed and counted only when there are metrics
+	}
 	var out []routed
-	var prepared *payload.Prepared
-	for _, r := range p.index[gvr] {
-		fires, transition := p.decide(r, ev)
-		if !fires {
-			continue
-		}
-		if prepared == nil {
-			prepared = p.file.Prepare(ev)
-		}
-		d, err := payload.Delivery(r.Payload(prepared, transition), ev.ObjectKey())
+	for _, m := range eval.Evaluate(p.index[gvr], ev) {
+		r := m.Rule
+		d, err := payload.Delivery(m.Payload, ev.ObjectKey())
 		if err != nil {
 			p.log.Error("encode payload", "id", ev.ID(), "rule", r.Name, "err", err)
 			continue
@@ -680,17 +677,6 @@ func (p *pipeline) route(gvr schema.GroupVersionResource, ev *event.Event) []rou
 		}
 	}
 	return out
-}
-
-// decide is Rule.Decide, timed and counted when there are metrics.
-func (p *pipeline) decide(r *rules.Rule, ev *event.Event) (bool, string) {
-	if p.metrics == nil {
-		return r.Decide(ev, p.added)
-	}
-	start := time.Now()
-	fired, transition := r.Decide(ev, p.added)
-	p.metrics.Evaluated(r.Name, time.Since(start), fired)
-	return fired, transition
 }
 
 // StateErr returns why commits to the state file fail while they do (events

@@ -49,7 +49,7 @@ func cmdAudit(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "dynwatch audit:", err)
 		return exitFailure
 	}
-	opts := audit.Options{File: file, Catalog: cat, Client: c.dyn, PageSize: *chunk}
+	opts := audit.Options{File: file, Catalog: cat, Client: c.raw, PageSize: *chunk}
 	if isTerminal(e.stderr) {
 		opts.Progress = e.stderr
 	}

@@ -11,11 +11,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/dynwatch/dynwatch/audit"
 	dwdiscovery "github.com/dynwatch/dynwatch/discovery"
+	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/plan"
 )
@@ -55,7 +55,11 @@ func TestAudit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := audit.Run(t.Context(), audit.Options{File: file, Catalog: cat, Client: dynamic.NewForConfigOrDie(cfg), PageSize: 50})
+		client, err := dyninformer.NewClient(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := audit.Run(t.Context(), audit.Options{File: file, Catalog: cat, Client: client, PageSize: 50})
 		if err != nil {
 			t.Fatal(err)
 		}

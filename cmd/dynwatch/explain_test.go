@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/offline"
 	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/rules"
 )
@@ -16,7 +17,7 @@ import (
 // fixture, from every origin an event can have, gets the same verdict from the
 // firing function that run uses and from Explain, and Explain's verdict is the
 // conjunction of the steps it shows.
-func TestExplainAgreesWithFires(t *testing.T) {
+func TestExplainAgreesWithDecide(t *testing.T) {
 	file, err := plan.Load("testdata/rules-test.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +26,7 @@ func TestExplainAgreesWithFires(t *testing.T) {
 	for _, pattern := range []string{"testdata/deploy-*.json", "testdata/deploy-*.yaml"} {
 		names, _ := filepath.Glob(pattern)
 		for _, name := range names {
-			bs, err := readObjects(name)
+			bs, err := offline.ReadObjects(name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,16 +50,16 @@ func TestExplainAgreesWithFires(t *testing.T) {
 					typ, old = event.Update, objs[j]
 				}
 				for _, o := range origins {
-					ev := event.New(typ, resourceOf(obj, rule), obj, old, time.Now())
+					ev := event.New(typ, offline.ResourceOf(obj, rule), obj, old, time.Now())
 					ev.Origin, ev.Epoch = o.origin, o.epoch
-					fires := rule.Fires(ev, added)
+					fires := rule.Decide(ev, added)
 					verdict, steps := rule.Explain(ev, added, file.Redactor)
 					all := !slices.ContainsFunc(steps, func(s rules.Step) bool { return !s.Held })
-					if fires != verdict || verdict != all || len(steps) == 0 {
-						t.Errorf("rule %s, new %d, old %d, origin %s/%d: Fires %v, Explain %v, steps all held %v: %+v",
+					if fires != verdict || verdict.Fires != all || len(steps) == 0 {
+						t.Errorf("rule %s, new %d, old %d, origin %s/%d: Decide %+v, Explain %+v, steps all held %v: %+v",
 							rule.Name, i, j, o.origin, o.epoch, fires, verdict, all, steps)
 					}
-					if fires {
+					if fires.Fires {
 						fired++
 					}
 				}

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -49,7 +48,6 @@ func (k *kubeFlags) defaultNamespace() string {
 
 // conn holds the clients of one cluster.
 type conn struct {
-	dyn   dynamic.Interface
 	raw   *dyninformer.Client // what informers list and watch with
 	disc  discovery.DiscoveryInterface
 	typed kubernetes.Interface
@@ -63,9 +61,6 @@ func (k *kubeFlags) connect() (*conn, error) {
 		return nil, err
 	}
 	c := &conn{host: serverURL(cfg)}
-	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
-		return nil, err
-	}
 	if c.raw, err = dyninformer.NewClient(cfg); err != nil {
 		return nil, err
 	}

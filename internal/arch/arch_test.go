@@ -24,7 +24,7 @@ var floors = [][]string{
 	{"config", "discovery", "dyninformer", "state"},
 	{"payload", "rules"},
 	{"action", "plan", "metrics"},
-	{"watcher", "audit", "rbac", "tail"},
+	{"watcher", "audit", "offline", "rbac", "tail"},
 	{"daemon"},
 	{"cmd/dynwatch"},
 }
@@ -95,10 +95,10 @@ func TestImportsFlowOneWay(t *testing.T) {
 }
 
 func TestShellCommandsLinkNoDaemon(t *testing.T) {
-	deps := goList(t, true, "audit", "rbac", "tail")
+	deps := goList(t, true, "audit", "offline", "rbac", "tail")
 	for _, banned := range []string{"go.etcd.io/bbolt", module + "state", module + "watcher", module + "daemon"} {
 		if slices.Contains(deps, banned) {
-			t.Errorf("audit, rbac or tail depend on %s", banned)
+			t.Errorf("audit, offline, rbac or tail depend on %s", banned)
 		}
 	}
 }

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/plan"
+)
+
+// loadConfig loads and validates a config file; on failure it prints every
+// problem, one per line, and returns the exit code.
+func loadConfig(stderr io.Writer, path string) (*plan.File, int) {
+	return loadConfigWith(stderr, path, config.Options{})
+}
+
+// loadConfigWith is loadConfig with the config's load options.
+func loadConfigWith(stderr io.Writer, path string, o config.Options) (*plan.File, int) {
+	file, err := plan.LoadWith(path, o)
+	if err != nil {
+		var ps config.Problems
+		if errors.As(err, &ps) {
+			for _, p := range ps {
+				fmt.Fprintln(stderr, p.Error())
+			}
+			fmt.Fprintf(stderr, "%s: %d problem(s); nothing was started\n", path, len(ps))
+			return nil, exitUsage
+		}
+		fmt.Fprintln(stderr, "dynwatch:", err)
+		return nil, exitUsage
+	}
+	for _, w := range file.Warnings() {
+		fmt.Fprintln(stderr, w.Error())
+	}
+	return file, exitOK
+}

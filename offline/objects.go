@@ -1,0 +1,118 @@
+package offline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"sigs.k8s.io/yaml"
+)
+
+// ReadObjects reads the objects of a JSON or YAML file: each document of a
+// multi-document file, and each item of a kind: List, as compact JSON.
+func ReadObjects(path string) ([][]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for _, doc := range splitDocuments(data) {
+		b, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if t := bytes.TrimSpace(b); len(t) == 0 || string(t) == "null" {
+			continue
+		}
+		if !bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
+			return nil, fmt.Errorf("%s: want objects (mappings), not a list or a value", path)
+		}
+		if items := gjson.GetBytes(b, "items"); strings.HasSuffix(gjson.GetBytes(b, "kind").Str, "List") && items.IsArray() {
+			kind, apiVersion := strings.TrimSuffix(gjson.GetBytes(b, "kind").Str, "List"), gjson.GetBytes(b, "apiVersion").Str
+			items.ForEach(func(_, it gjson.Result) bool {
+				out = append(out, cutManagedFields(compact(withKind([]byte(it.Raw), kind, apiVersion))))
+				return true
+			})
+			continue
+		}
+		out = append(out, cutManagedFields(compact(b)))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: holds no object", path)
+	}
+	return out, nil
+}
+
+// withKind gives an item of a list the list's kind (without "List") and
+// apiVersion when it has none, as the API server's lists of built-in types
+// leave them out of their items and run's informers put them back: a
+// SecretList's items are Secrets, redacted as Secrets are.
+func withKind(item []byte, kind, apiVersion string) []byte {
+	if kind == "" || gjson.GetBytes(item, "kind").Exists() || !bytes.HasPrefix(item, []byte("{")) {
+		return item
+	}
+	add := map[string]string{"kind": kind}
+	if !gjson.GetBytes(item, "apiVersion").Exists() {
+		add["apiVersion"] = apiVersion
+	}
+	head, _ := json.Marshal(add)
+	rest := bytes.TrimSpace(item[1:])
+	if !bytes.HasPrefix(rest, []byte("}")) {
+		head = append(head[:len(head)-1], ',')
+	} else {
+		head = head[:len(head)-1]
+	}
+	return append(head, rest...)
+}
+
+// splitDocuments splits a YAML stream at its "---" lines.
+func splitDocuments(data []byte) [][]byte {
+	var docs [][]byte
+	var cur []byte
+	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if t := bytes.TrimRight(line, " \t\r\n"); string(t) == "---" || bytes.HasPrefix(t, []byte("--- ")) {
+			docs = append(docs, cur)
+			cur = nil
+			continue
+		}
+		cur = append(cur, line...)
+	}
+	return append(docs, cur)
+}
+
+// cutManagedFields drops metadata.managedFields, as run's informers do, so
+// that rules and payloads see the object as run would. Its other values are
+// kept byte for byte (the top level's and metadata's keys come out sorted).
+func cutManagedFields(obj []byte) []byte {
+	if !gjson.GetBytes(obj, "metadata.managedFields").Exists() {
+		return obj
+	}
+	var doc, md map[string]json.RawMessage
+	if json.Unmarshal(obj, &doc) != nil || json.Unmarshal(doc["metadata"], &md) != nil {
+		return obj
+	}
+	delete(md, "managedFields")
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(md) != nil {
+		return obj
+	}
+	doc["metadata"] = bytes.TrimSpace(bytes.Clone(buf.Bytes()))
+	buf.Reset()
+	if enc.Encode(doc) != nil {
+		return obj
+	}
+	return bytes.TrimSpace(buf.Bytes())
+}
+
+func compact(b []byte) []byte {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return b
+	}
+	return buf.Bytes()
+}

@@ -1,0 +1,88 @@
+package rules
+
+import (
+	"time"
+
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/payload"
+)
+
+// Match is a rule an event fired, with its verdict and its payload.
+type Match struct {
+	// Rule is the rule that fired.
+	Rule *Rule
+	// Verdict is its decision, the transition included.
+	Verdict Verdict
+	// Payload is the event's payload for the rule, its objects redacted.
+	Payload *event.Payload
+}
+
+// Observer is told of each decision an Evaluator makes: how long it took and
+// whether the rule fired (the daemon's metrics count and time them).
+type Observer interface {
+	Evaluated(rule string, took time.Duration, fired bool)
+}
+
+// Evaluator evaluates rules on events: the one loop of deciding each rule,
+// preparing the event (once, for the first rule it fires) and building each
+// payload, that run, tail, audit and test share. Its zero value decides live
+// events with nothing redacted.
+type Evaluator struct {
+	// Redactor blanks the configured paths of the payloads' objects (nil:
+	// none), and of what Explained is shown.
+	Redactor *payload.Redactor
+	// Added names, per reload epoch, the rules that reload added (run only).
+	Added Added
+	// State asks of each rule whether the object satisfies it now (Holds),
+	// whatever the event: audit's question of the objects that exist, not a
+	// change's.
+	State bool
+	// Observer, when set, is told of every decision.
+	Observer Observer
+	// Explained, when set, makes each decision with Explain, and is handed
+	// the verdict and its steps, whether the rule fires or not (test
+	// --explain): the steps and the payload come from one evaluation.
+	Explained func(r *Rule, v Verdict, steps []Step)
+}
+
+// Evaluate decides each of rs on ev and returns the matches, in the order of
+// rs, each with its payload. The caller has already chosen the rules that
+// select the event's resource.
+func (e *Evaluator) Evaluate(rs []*Rule, ev *event.Event) []Match {
+	var out []Match
+	var prepared *payload.Prepared
+	for _, r := range rs {
+		v := e.decide(r, ev)
+		if !v.Fires {
+			continue
+		}
+		if prepared == nil {
+			prepared = payload.Prepare(e.Redactor, ev)
+		}
+		out = append(out, Match{Rule: r, Verdict: v, Payload: r.Payload(prepared, v.Transition)})
+	}
+	return out
+}
+
+// decide is the one decision, made the way e asks for, and observed.
+func (e *Evaluator) decide(r *Rule, ev *event.Event) Verdict {
+	var start time.Time
+	if e.Observer != nil {
+		start = time.Now()
+	}
+	var v Verdict
+	switch {
+	case e.Explained != nil:
+		var steps []Step
+		v, steps = r.Explain(ev, e.Added, e.Redactor)
+		e.Explained(r, v, steps)
+	case e.State:
+		v = Verdict{Fires: r.Holds(ev)}
+	default:
+		v = r.Decide(ev, e.Added)
+	}
+	if e.Observer != nil {
+		e.Observer.Evaluated(r.Name, time.Since(start), v.Fires)
+	}
+	return v
+}
