@@ -222,7 +222,7 @@ func TestInformerLifecycle(t *testing.T) {
 	if n := len(col.events()); n != 5 {
 		t.Errorf("%d events after resyncs, want still 5", n)
 	}
-	// A library user reads the cache and decodes what it needs.
+	// The cache holds the objects as they are now; each decodes on request.
 	var cached []string
 	for _, o := range m.Objects(key.Key()) {
 		u, err := o.Unstructured()

@@ -209,7 +209,7 @@ rules:
 	if n := strings.Count(logs, "cannot watch resource; retrying with backoff\" resource=\"secrets"); n != 1 {
 		t.Errorf("forbidden reported %d times, want once:\n%s", n, logs)
 	}
-	unsynced := r.w.Manager().Unsynced()
+	unsynced := unsyncedWatches(r.w.Manager())
 	key := dyninformer.Key{GVR: secretGVR, Namespace: ns}
 	if err, ok := unsynced[key]; !ok || !apierrors.IsForbidden(err) {
 		t.Errorf("unsynced = %v, want secrets forbidden", unsynced)

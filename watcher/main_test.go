@@ -273,7 +273,7 @@ func startWith(t testing.TB, config string, level slog.Level) *running {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if !r.w.Manager().WaitForSync(syncCtx) {
-		t.Fatalf("informers did not sync: %v", r.w.Manager().Unsynced())
+		t.Fatalf("informers did not sync: %v", unsyncedWatches(r.w.Manager()))
 	}
 	return r
 }
@@ -370,6 +370,19 @@ var (
 )
 
 var waitUntil = testenv.WaitFor
+
+// unsyncedWatches returns, from the manager's statuses, the watches that have
+// not finished their initial list, with the last error each one saw (nil if
+// none).
+func unsyncedWatches(m *dyninformer.Manager) map[dyninformer.Key]error {
+	out := map[dyninformer.Key]error{}
+	for _, st := range m.Statuses() {
+		if !st.Synced {
+			out[st.Key] = st.Err
+		}
+	}
+	return out
+}
 
 // informerClient returns the client informers list and watch with.
 func informerClient(t testing.TB, cfg *rest.Config) *dyninformer.Client {
