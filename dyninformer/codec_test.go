@@ -3,7 +3,6 @@ package dyninformer
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,17 +20,6 @@ import (
 	"k8s.io/client-go/rest"
 	restclientwatch "k8s.io/client-go/rest/watch"
 )
-
-// decodeMap is what the bytes mean, for comparing documents whatever their key
-// order and spacing.
-func decodeMap(t testing.TB, b []byte) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("not valid JSON: %v\n%s", err, b)
-	}
-	return m
-}
 
 // withoutManagedFields is the reference: decode, delete, compare.
 func withoutManagedFields(t testing.TB, b []byte) map[string]any {
@@ -152,40 +140,6 @@ func TestParseListGivesItemsTheListsKind(t *testing.T) {
 	}
 }
 
-// oneByte hands over its data a few bytes at a time, as a slow network does.
-type oneByte struct {
-	data []byte
-	n    int
-}
-
-func (r *oneByte) Read(p []byte) (int, error) {
-	if len(r.data) == 0 {
-		return 0, io.EOF
-	}
-	n := min(r.n, len(p), len(r.data))
-	copy(p, r.data[:n])
-	r.data = r.data[n:]
-	return n, nil
-}
-
-func (r *oneByte) Close() error { return nil }
-
-func watchStream() ([]byte, []string) {
-	frames := []string{
-		`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"n","uid":"1","resourceVersion":"5","managedFields":[{"m":1}]},"data":{"k":"} { \" ] \\\\"}}}`,
-		`{"type":"MODIFIED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"n","uid":"1","resourceVersion":"6"},"data":{"k":"\\\""}}}`,
-		`{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"7","annotations":{"k8s.io/initial-events-end":"true"}}}}`,
-		`{"type":"DELETED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"n","uid":"1","resourceVersion":"8"}}}`,
-		`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version","reason":"Expired","code":410}}`,
-	}
-	var b bytes.Buffer
-	for i, f := range frames {
-		b.WriteString(f)
-		b.WriteString([]string{"\n", "", " \r\n\t", "\n\n"}[i%4])
-	}
-	return b.Bytes(), frames
-}
-
 func TestFrameReaderSplitsAtEveryChunkSize(t *testing.T) {
 	stream, frames := watchStream()
 	for chunk := 1; chunk <= 64; chunk++ {
@@ -206,21 +160,6 @@ func TestFrameReaderSplitsAtEveryChunkSize(t *testing.T) {
 				t.Fatalf("chunk %d, buffer %d: frames\n%q\nwant\n%q", chunk, bufSize, got, frames)
 			}
 		}
-	}
-}
-
-// readFrame reads one frame as client-go's streaming decoder does: a fixed
-// buffer, and more Reads while they say io.ErrShortBuffer.
-func readFrame(r io.Reader, bufSize int) ([]byte, error) {
-	var frame []byte
-	buf := make([]byte, bufSize)
-	for {
-		n, err := r.Read(buf)
-		frame = append(frame, buf[:n]...)
-		if errors.Is(err, io.ErrShortBuffer) {
-			continue
-		}
-		return frame, err
 	}
 }
 

@@ -9,14 +9,6 @@ import (
 	"testing"
 )
 
-// backslashFrame is a watch event whose ConfigMap holds n bytes of c in one
-// value; for c = '\\' that is n/2 escaped backslashes, which anyone who may
-// write one object in a watched scope can send to every watch of it.
-func backslashFrame(n int, c byte) []byte {
-	return []byte(`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"n","uid":"1","resourceVersion":"5"},"data":{"v":"` +
-		strings.Repeat(string(c), n) + `"}}}` + "\n")
-}
-
 // readAll reads every frame of fr with a buffer as large as a frame.
 func readAll(t testing.TB, fr io.Reader) [][]byte {
 	t.Helper()

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"net/http"
+
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -32,3 +34,10 @@ func (e *Env) WriteKubeconfigAs(path, token, as string) error {
 	cfg.CurrentContext = "testenv"
 	return clientcmd.WriteToFile(*cfg, path)
 }
+
+// RoundTripFunc is an http.RoundTripper made of a function, for tests that
+// wrap a client's transport (rest.Config.Wrap) to see or change its requests.
+type RoundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip calls f.
+func (f RoundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
