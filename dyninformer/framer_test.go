@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -89,5 +90,43 @@ func BenchmarkFrameReaderBackslashes(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func TestFrameReaderSplitsAtEveryChunkSize(t *testing.T) {
+	stream, frames := watchStream()
+	for chunk := 1; chunk <= 64; chunk++ {
+		for _, bufSize := range []int{8, 100, 4096} {
+			fr := jsonFramer{}.NewFrameReader(&oneByte{data: stream, n: chunk})
+			var got []string
+			for {
+				frame, err := readFrame(fr, bufSize)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("chunk %d, buffer %d: %v", chunk, bufSize, err)
+				}
+				got = append(got, string(frame))
+			}
+			if !reflect.DeepEqual(got, frames) {
+				t.Fatalf("chunk %d, buffer %d: frames\n%q\nwant\n%q", chunk, bufSize, got, frames)
+			}
+		}
+	}
+}
+
+func TestFrameReaderReportsCutAndBadStreams(t *testing.T) {
+	for _, s := range []string{`{"type":"ADDED","object":{"a":"b`, `{"type":"ADDED"`, `"not an object"`, `{"a":1}]`} {
+		fr := jsonFramer{}.NewFrameReader(io.NopCloser(strings.NewReader(s)))
+		var err error
+		for range 3 {
+			if _, err = readFrame(fr, 64); err != nil {
+				break
+			}
+		}
+		if err == nil || err == io.EOF {
+			t.Errorf("%s: err = %v, want an error", s, err)
+		}
 	}
 }
