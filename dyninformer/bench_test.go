@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,33 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	restclientwatch "k8s.io/client-go/rest/watch"
 )
-
-// benchDeployment is a Deployment as the API server sends it (about 3.5 KB,
-// managedFields half of it); withKind: as in a watch event, not a list item.
-func benchDeployment(i int, withKind bool) string {
-	kind := ""
-	if withKind {
-		kind = `"kind":"Deployment","apiVersion":"apps/v1",`
-	}
-	env := make([]string, 4)
-	fenv := make([]string, 4)
-	for j := range env {
-		env[j] = fmt.Sprintf(`{"name":"SETTING_%d","value":"value-%d-%d"}`, j, i, j)
-		fenv[j] = fmt.Sprintf(`"k:{\"name\":\"SETTING_%d\"}":{".":{},"f:name":{},"f:value":{}}`, j)
-	}
-	return fmt.Sprintf(`{%s"metadata":{"name":"app-%05d","namespace":"bench","uid":"6f1c0a52-%08d-4b7e-9d7a-3f2c1b0e9a87","resourceVersion":"%d","generation":1,"creationTimestamp":"2026-11-30T03:00:00Z","labels":{"app":"app-%d","env":"bench","team":"team-%d","tier":"backend"},"annotations":{"deployment.kubernetes.io/revision":"1","owner":"bench@example.com"},`+
-		`"managedFields":[{"manager":"bench","operation":"Update","apiVersion":"apps/v1","time":"2026-11-30T03:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:annotations":{".":{},"f:owner":{}},"f:labels":{".":{},"f:app":{},"f:env":{},"f:team":{},"f:tier":{}}},"f:spec":{"f:progressDeadlineSeconds":{},"f:replicas":{},"f:revisionHistoryLimit":{},"f:selector":{},"f:strategy":{"f:rollingUpdate":{".":{},"f:maxSurge":{},"f:maxUnavailable":{}},"f:type":{}},"f:template":{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:env":{},"f:team":{},"f:tier":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:args":{},"f:env":{".":{},%s},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:ports":{".":{},"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:name":{},"f:protocol":{}}},"f:resources":{".":{},"f:limits":{".":{},"f:cpu":{},"f:memory":{}},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}}}}]},`+
-		`"spec":{"replicas":%d,"selector":{"matchLabels":{"app":"app-%d"}},"template":{"metadata":{"labels":{"app":"app-%d","env":"bench","team":"team-%d","tier":"backend"}},"spec":{"containers":[{"name":"app","image":"registry.example.com/team/app:1.4.%d","args":["--listen=:8080","--log-level=info"],"ports":[{"name":"http","containerPort":8080,"protocol":"TCP"}],"env":[%s],"resources":{"limits":{"cpu":"1","memory":"512Mi"},"requests":{"cpu":"100m","memory":"128Mi"}},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"IfNotPresent"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","securityContext":{},"schedulerName":"default-scheduler"}},"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"25%%","maxSurge":"25%%"}},"revisionHistoryLimit":10,"progressDeadlineSeconds":600},"status":{}}`,
-		kind, i, i, 1000+i, i, i%20, strings.Join(fenv, ","), 1+i%3, i, i, i%20, i%10, strings.Join(env, ","))
-}
-
-func benchPage(n int) []byte {
-	items := make([]string, n)
-	for i := range items {
-		items[i] = benchDeployment(i, false)
-	}
-	return []byte(`{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{"resourceVersion":"99999","continue":"next"},"items":[` + strings.Join(items, ",") + `]}`)
-}
 
 // BenchmarkDecodeListPage decodes a page of 500 Deployments as dynwatch's
 // informers do, against what the dynamic client does (unstructured maps):

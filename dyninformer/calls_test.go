@@ -4,11 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"runtime"
 	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,39 +15,13 @@ import (
 	"github.com/dynwatch/dynwatch/internal/testenv"
 )
 
-// blockingHandler records events like a collector, but the call for the live
-// add of the config map named block waits until release is closed.
-type blockingHandler struct {
-	collector
-	entered, release chan struct{}
-	once             sync.Once
-	inFlight         atomic.Int32
-	overlapped       atomic.Bool // two calls ran at once
-}
-
-func newBlockingHandler() *blockingHandler {
-	return &blockingHandler{entered: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (h *blockingHandler) handle(k Key, ev *event.Event) {
-	if h.inFlight.Add(1) > 1 {
-		h.overlapped.Store(true)
-	}
-	defer h.inFlight.Add(-1)
-	if ev.Name == "block" && ev.Origin == event.Live {
-		h.once.Do(func() { close(h.entered) })
-		<-h.release
-	}
-	h.collector.handle(k, ev)
-}
-
 // startBlocked runs a manager over the config maps of a new namespace that
 // holds a, and returns once the handler is blocked in the live add of block.
 func startBlocked(t *testing.T, h *blockingHandler) (*Manager, Key) {
 	t.Helper()
 	d := dynamic.NewForConfigOrDie(cluster(t))
-	ns := namespace(t, d)
-	if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), configMap("a", "1"), metav1.CreateOptions{}); err != nil {
+	ns := testenv.Namespace(t, d)
+	if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), labelledConfigMap(ns, "a", "1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	client, err := NewClient(restConfig)
@@ -76,7 +46,7 @@ func startBlocked(t *testing.T, h *blockingHandler) (*Manager, Key) {
 	if !m.WaitForSync(t.Context()) {
 		t.Fatal("no sync")
 	}
-	if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), configMap("block", "1"), metav1.CreateOptions{}); err != nil {
+	if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), labelledConfigMap(ns, "block", "1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -85,40 +55,6 @@ func startBlocked(t *testing.T, h *blockingHandler) (*Manager, Key) {
 		t.Fatal("the add of block never reached the handler")
 	}
 	return m, w.Key()
-}
-
-// blockedIn reports whether a goroutine waits for a mutex inside fn, called
-// from caller.
-func blockedIn(caller, fn string) bool {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		header, _, _ := strings.Cut(g, "\n")
-		if strings.Contains(header, "sync.Mutex.Lock") && strings.Contains(g, fn) && strings.Contains(g, caller) {
-			return true
-		}
-	}
-	return false
-}
-
-// waitBlockedOrDone waits until done is closed (false) or a goroutine waits
-// for a mutex inside fn, called from caller (true).
-func waitBlockedOrDone(t *testing.T, done <-chan struct{}, caller, fn string) bool {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-done:
-			return false
-		default:
-		}
-		if blockedIn(caller, fn) {
-			return true
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("neither done nor waiting in %s", fn)
-	return false
 }
 
 // TestSetWaitsForTheStoppedWatchsHandlerCall: Set, stopping a watch whose
@@ -177,12 +113,4 @@ func TestReplayAndTheInformerCallTheHandlerInTurn(t *testing.T) {
 	if h.overlapped.Load() {
 		t.Error("two handler calls ran at once")
 	}
-}
-
-func names(evs []*event.Event) []string {
-	out := make([]string, len(evs))
-	for i, ev := range evs {
-		out[i] = ev.Name
-	}
-	return out
 }

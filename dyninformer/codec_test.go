@@ -2,14 +2,11 @@ package dyninformer
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,100 +18,6 @@ import (
 	"k8s.io/client-go/rest"
 	restclientwatch "k8s.io/client-go/rest/watch"
 )
-
-// decodeMap is what the bytes mean, for comparing documents whatever their key
-// order and spacing.
-func decodeMap(t testing.TB, b []byte) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("not valid JSON: %v\n%s", err, b)
-	}
-	return m
-}
-
-// withoutManagedFields is the reference: decode, delete, compare.
-func withoutManagedFields(t testing.TB, b []byte) map[string]any {
-	m := decodeMap(t, b)
-	if md, ok := m["metadata"].(map[string]any); ok {
-		delete(md, "managedFields")
-	}
-	return m
-}
-
-func TestParseObjectCutsManagedFields(t *testing.T) {
-	mf := `"managedFields":[{"manager":"kubectl","operation":"Update","fieldsV1":{"f:data":{".":{},"f:a":{}}}}]`
-	for name, src := range map[string]string{
-		"last":    `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","uid":"u1","resourceVersion":"7",` + mf + `},"data":{"a":"}{\"]"}}`,
-		"first":   `{"apiVersion":"v1","kind":"ConfigMap","metadata":{` + mf + `,"name":"a","namespace":"n","uid":"u1","resourceVersion":"7"},"data":{"a":"x"}}`,
-		"middle":  `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n",` + mf + `,"uid":"u1","resourceVersion":"7"}}`,
-		"only":    `{"apiVersion":"v1","kind":"ConfigMap","metadata":{` + mf + `}}`,
-		"absent":  `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","uid":"u1","resourceVersion":"7"}}`,
-		"spaced":  "\n {\n \"apiVersion\" : \"v1\", \"kind\":\"ConfigMap\",\n \"metadata\" : { \"name\" : \"a\" ,\n " + mf + " , \"namespace\":\"n\",\"uid\":\"u1\",\"resourceVersion\":\"7\" } }\n",
-		"escaped": `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a\u0062","namespace":"n","uid":"u1","resourceVersion":"7",` + mf + `}}`,
-	} {
-		t.Run(name, func(t *testing.T) {
-			o, err := parseObject([]byte(src), "", "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, want := decodeMap(t, o.raw), withoutManagedFields(t, []byte(src)); !reflect.DeepEqual(got, want) {
-				t.Fatalf("got\n%s\nwant the source without managedFields:\n%v", o.raw, want)
-			}
-			if cap(o.raw) != len(o.raw) {
-				t.Errorf("cap %d for %d bytes: the copy should be exactly its size", cap(o.raw), len(o.raw))
-			}
-			if name == "only" {
-				return
-			}
-			wantName := "a"
-			if name == "escaped" {
-				wantName = "ab"
-			}
-			if o.GetName() != wantName || o.GetNamespace() != "n" || o.GetUID() != "u1" || o.GetResourceVersion() != "7" {
-				t.Errorf("metadata = %q %q %q %q", o.GetName(), o.GetNamespace(), o.GetUID(), o.GetResourceVersion())
-			}
-		})
-	}
-}
-
-func TestParseObjectKeepsNoReferenceToItsSource(t *testing.T) {
-	src := []byte(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"1"}}`)
-	o, err := parseObject(src, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range src {
-		src[i] = 'x' // the watch decoder reuses its buffer for the next frame
-	}
-	if o.GetName() != "a" || o.GetNamespace() != "n" || o.GetUID() != "u" || o.GetResourceVersion() != "1" || !json.Valid(o.raw) {
-		t.Fatalf("object changed with its source: %q %q %q %q %s", o.GetName(), o.GetNamespace(), o.GetUID(), o.GetResourceVersion(), o.raw)
-	}
-}
-
-func TestObjectReadsTheRestOfItsMetadataFromTheBytes(t *testing.T) {
-	src := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","generation":3,"labels":{"app":"x","a.b/c":"d"},` +
-		`"annotations":{"k8s.io/initial-events-end":"true"},"finalizers":["f"],"creationTimestamp":"2026-01-02T03:04:05Z",` +
-		`"ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"p","uid":"pu"}]}}`
-	o, err := parseObject([]byte(src), "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(o.GetLabels(), map[string]string{"app": "x", "a.b/c": "d"}) ||
-		o.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" || o.GetGeneration() != 3 ||
-		!reflect.DeepEqual(o.GetFinalizers(), []string{"f"}) || o.GetCreationTimestamp().Year() != 2026 ||
-		len(o.GetOwnerReferences()) != 1 || o.GetOwnerReferences()[0].Name != "p" || o.GetDeletionTimestamp() != nil {
-		t.Fatalf("metadata read wrong: %v %v %d %v %v %v", o.GetLabels(), o.GetAnnotations(), o.GetGeneration(), o.GetFinalizers(), o.GetCreationTimestamp(), o.GetOwnerReferences())
-	}
-	u, err := o.Unstructured()
-	if err != nil || u.GetName() != "a" || u.GetKind() != "ConfigMap" || u.GetLabels()["app"] != "x" {
-		t.Fatalf("Unstructured() = %v, %v", u, err)
-	}
-	u.SetName("changed")
-	if o.GetName() != "a" || !bytes.Contains(o.raw, []byte(`"name":"a"`)) {
-		t.Fatal("changing the decoded copy changed the cached object")
-	}
-}
 
 func TestParseListGivesItemsTheListsKind(t *testing.T) {
 	typed := `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{"resourceVersion":"42","continue":"c1","remainingItemCount":5},"items":[` +
@@ -148,93 +51,6 @@ func TestParseListGivesItemsTheListsKind(t *testing.T) {
 	for _, bad := range []string{`{"kind":"X","items":[{"metadata":{}}`, `[1]`, `{"items":[{"metadata":{"name":"a"}},`, `{"items":{}}`} {
 		if err := parseList([]byte(bad), &List{}); err == nil {
 			t.Errorf("parseList(%s): no error", bad)
-		}
-	}
-}
-
-// oneByte hands over its data a few bytes at a time, as a slow network does.
-type oneByte struct {
-	data []byte
-	n    int
-}
-
-func (r *oneByte) Read(p []byte) (int, error) {
-	if len(r.data) == 0 {
-		return 0, io.EOF
-	}
-	n := min(r.n, len(p), len(r.data))
-	copy(p, r.data[:n])
-	r.data = r.data[n:]
-	return n, nil
-}
-
-func (r *oneByte) Close() error { return nil }
-
-func watchStream() ([]byte, []string) {
-	frames := []string{
-		`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"n","uid":"1","resourceVersion":"5","managedFields":[{"m":1}]},"data":{"k":"} { \" ] \\\\"}}}`,
-		`{"type":"MODIFIED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"n","uid":"1","resourceVersion":"6"},"data":{"k":"\\\""}}}`,
-		`{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"7","annotations":{"k8s.io/initial-events-end":"true"}}}}`,
-		`{"type":"DELETED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"n","uid":"1","resourceVersion":"8"}}}`,
-		`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version","reason":"Expired","code":410}}`,
-	}
-	var b bytes.Buffer
-	for i, f := range frames {
-		b.WriteString(f)
-		b.WriteString([]string{"\n", "", " \r\n\t", "\n\n"}[i%4])
-	}
-	return b.Bytes(), frames
-}
-
-func TestFrameReaderSplitsAtEveryChunkSize(t *testing.T) {
-	stream, frames := watchStream()
-	for chunk := 1; chunk <= 64; chunk++ {
-		for _, bufSize := range []int{8, 100, 4096} {
-			fr := jsonFramer{}.NewFrameReader(&oneByte{data: stream, n: chunk})
-			var got []string
-			for {
-				frame, err := readFrame(fr, bufSize)
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatalf("chunk %d, buffer %d: %v", chunk, bufSize, err)
-				}
-				got = append(got, string(frame))
-			}
-			if !reflect.DeepEqual(got, frames) {
-				t.Fatalf("chunk %d, buffer %d: frames\n%q\nwant\n%q", chunk, bufSize, got, frames)
-			}
-		}
-	}
-}
-
-// readFrame reads one frame as client-go's streaming decoder does: a fixed
-// buffer, and more Reads while they say io.ErrShortBuffer.
-func readFrame(r io.Reader, bufSize int) ([]byte, error) {
-	var frame []byte
-	buf := make([]byte, bufSize)
-	for {
-		n, err := r.Read(buf)
-		frame = append(frame, buf[:n]...)
-		if errors.Is(err, io.ErrShortBuffer) {
-			continue
-		}
-		return frame, err
-	}
-}
-
-func TestFrameReaderReportsCutAndBadStreams(t *testing.T) {
-	for _, s := range []string{`{"type":"ADDED","object":{"a":"b`, `{"type":"ADDED"`, `"not an object"`, `{"a":1}]`} {
-		fr := jsonFramer{}.NewFrameReader(io.NopCloser(strings.NewReader(s)))
-		var err error
-		for range 3 {
-			if _, err = readFrame(fr, 64); err != nil {
-				break
-			}
-		}
-		if err == nil || err == io.EOF {
-			t.Errorf("%s: err = %v, want an error", s, err)
 		}
 	}
 }

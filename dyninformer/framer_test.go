@@ -5,17 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 )
-
-// backslashFrame is a watch event whose ConfigMap holds n bytes of c in one
-// value; for c = '\\' that is n/2 escaped backslashes, which anyone who may
-// write one object in a watched scope can send to every watch of it.
-func backslashFrame(n int, c byte) []byte {
-	return []byte(`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"n","uid":"1","resourceVersion":"5"},"data":{"v":"` +
-		strings.Repeat(string(c), n) + `"}}}` + "\n")
-}
 
 // readAll reads every frame of fr with a buffer as large as a frame.
 func readAll(t testing.TB, fr io.Reader) [][]byte {
@@ -97,5 +90,43 @@ func BenchmarkFrameReaderBackslashes(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func TestFrameReaderSplitsAtEveryChunkSize(t *testing.T) {
+	stream, frames := watchStream()
+	for chunk := 1; chunk <= 64; chunk++ {
+		for _, bufSize := range []int{8, 100, 4096} {
+			fr := jsonFramer{}.NewFrameReader(&oneByte{data: stream, n: chunk})
+			var got []string
+			for {
+				frame, err := readFrame(fr, bufSize)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("chunk %d, buffer %d: %v", chunk, bufSize, err)
+				}
+				got = append(got, string(frame))
+			}
+			if !reflect.DeepEqual(got, frames) {
+				t.Fatalf("chunk %d, buffer %d: frames\n%q\nwant\n%q", chunk, bufSize, got, frames)
+			}
+		}
+	}
+}
+
+func TestFrameReaderReportsCutAndBadStreams(t *testing.T) {
+	for _, s := range []string{`{"type":"ADDED","object":{"a":"b`, `{"type":"ADDED"`, `"not an object"`, `{"a":1}]`} {
+		fr := jsonFramer{}.NewFrameReader(io.NopCloser(strings.NewReader(s)))
+		var err error
+		for range 3 {
+			if _, err = readFrame(fr, 64); err != nil {
+				break
+			}
+		}
+		if err == nil || err == io.EOF {
+			t.Errorf("%s: err = %v, want an error", s, err)
+		}
 	}
 }

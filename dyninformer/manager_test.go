@@ -3,7 +3,6 @@ package dyninformer
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,57 +15,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/internal/testenv"
 )
-
-// kubeconfigEnv hands a child test process the parent's API server, so that
-// TestWatchListOnAndOff's children need not start their own.
-const kubeconfigEnv = "DYNWATCH_TEST_KUBECONFIG"
-
-// The API server starts with the first test that needs it (cluster), so that
-// fuzzing and the codec tests run without one.
-var (
-	startOnce  sync.Once
-	env        *testenv.Env // nil in a child, which uses its parent's
-	restConfig *rest.Config
-	startErr   error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if env != nil {
-		env.Stop()
-	}
-	os.Exit(code)
-}
-
-// cluster returns the config of the test API server, starting it if need be.
-func cluster(t *testing.T) *rest.Config {
-	t.Helper()
-	startOnce.Do(func() {
-		if path := os.Getenv(kubeconfigEnv); path != "" {
-			restConfig, startErr = clientcmd.BuildConfigFromFlags("", path)
-			return
-		}
-		env, startErr = testenv.Start(testenv.Options{Users: []testenv.User{{Name: outageUser, Token: outageToken}}})
-		if startErr == nil {
-			restConfig = env.Config
-		}
-	})
-	if startErr != nil {
-		t.Fatal(startErr)
-	}
-	return restConfig
-}
-
-var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
 // TestWatchListOnAndOff runs TestInformerLifecycle in a child process with
 // client-go's streaming watch-list on and with it off, as users switch it:
@@ -97,7 +51,7 @@ type requests struct {
 }
 
 func (r *requests) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
+	return testenv.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		r.mu.Lock()
 		r.urls = append(r.urls, req.URL.RequestURI())
 		r.mu.Unlock()
@@ -111,58 +65,15 @@ func (r *requests) list() []string {
 	return slices.Clone(r.urls)
 }
 
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// collector keeps the events a manager hands over.
-type collector struct {
-	mu  sync.Mutex
-	evs []*event.Event
-}
-
-func (c *collector) handle(_ Key, ev *event.Event) {
-	c.mu.Lock()
-	c.evs = append(c.evs, ev)
-	c.mu.Unlock()
-}
-
-func (c *collector) events() []*event.Event {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.evs)
-}
-
-func (c *collector) waitFor(t *testing.T, n int) []*event.Event {
-	t.Helper()
-	testenv.WaitFor(t, fmt.Sprintf("%d events", n), 20*time.Second, func() bool { return len(c.events()) >= n })
-	return c.events()
-}
-
-func namespace(t *testing.T, d dynamic.Interface) string {
-	t.Helper()
-	name := fmt.Sprintf("informer-%d", time.Now().UnixNano())
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
-	if _, err := d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
-
-func configMap(name, value string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": name, "labels": map[string]any{"app": "x"}}, "data": map[string]any{"v": value}}}
-}
-
 // TestInformerLifecycle follows config maps through an initial list, an
 // update, a delete, a resync and a replay, and checks that the objects are
 // the server's JSON without managedFields, with their kind, and that the list
 // came the way client-go's feature gate says.
 func TestInformerLifecycle(t *testing.T) {
 	d := dynamic.NewForConfigOrDie(cluster(t))
-	ns := namespace(t, d)
+	ns := testenv.Namespace(t, d)
 	for _, n := range []string{"a", "b", "c"} {
-		if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), configMap(n, "1"), metav1.CreateOptions{FieldManager: "test"}); err != nil {
+		if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), labelledConfigMap(ns, n, "1"), metav1.CreateOptions{FieldManager: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,7 +133,7 @@ func TestInformerLifecycle(t *testing.T) {
 	if n := len(col.events()); n != 5 {
 		t.Errorf("%d events after resyncs, want still 5", n)
 	}
-	// A library user reads the cache and decodes what it needs.
+	// The cache holds the objects as they are now; each decodes on request.
 	var cached []string
 	for _, o := range m.Objects(key.Key()) {
 		u, err := o.Unstructured()

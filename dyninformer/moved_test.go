@@ -34,7 +34,7 @@ func hpa(name string) *unstructured.Unstructured {
 func TestAMovedWatchStartsAfterTheOldVersionsLastCall(t *testing.T) {
 	t.Parallel()
 	d := dynamic.NewForConfigOrDie(cluster(t))
-	ns := namespace(t, d)
+	ns := testenv.Namespace(t, d)
 	hpas := schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}
 	if _, err := d.Resource(hpas).Namespace(ns).Create(t.Context(), hpa("a"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

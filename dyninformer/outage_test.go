@@ -19,12 +19,6 @@ import (
 	"github.com/dynwatch/dynwatch/internal/testenv"
 )
 
-// A token user whose RBAC TestEveryOutageIsReported grants and revokes.
-const (
-	outageUser  = "outage-reader"
-	outageToken = "dynwatch-outage-token"
-)
-
 // watchCutter ends the watch streams open through it at will, as a restarted
 // API server or a load balancer does, and counts the watches that were
 // accepted.
@@ -35,7 +29,7 @@ type watchCutter struct {
 }
 
 func (c *watchCutter) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
+	return testenv.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
 		if err != nil || req.URL.Query().Get("watch") != "true" || resp.StatusCode != http.StatusOK {
 			return resp, err
@@ -89,7 +83,7 @@ func TestEveryOutageIsReported(t *testing.T) {
 	if env == nil {
 		t.Skip("needs the API server this process started (its token users)")
 	}
-	ns := namespace(t, d)
+	ns := testenv.Namespace(t, d)
 	role := "outage-" + ns
 	binding := d.Resource(schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"})
 	grant := func() {

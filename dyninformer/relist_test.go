@@ -116,9 +116,9 @@ func (p *faultyProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // object in the cache.
 func TestRelistThroughAProxyThatAnswersNoList(t *testing.T) {
 	d := dynamic.NewForConfigOrDie(cluster(t))
-	ns := namespace(t, d)
+	ns := testenv.Namespace(t, d)
 	for _, n := range []string{"a", "b", "c"} {
-		if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), configMap(n, "1"), metav1.CreateOptions{}); err != nil {
+		if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), labelledConfigMap(ns, n, "1"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -147,7 +147,7 @@ func TestRelistThroughAProxyThatAnswersNoList(t *testing.T) {
 	})
 	// Handler calls come in order: once z's add is handled, whatever the
 	// relist fired has been handled too.
-	if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), configMap("z", "1"), metav1.CreateOptions{}); err != nil {
+	if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), labelledConfigMap(ns, "z", "1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, "the add of z", 20*time.Second, func() bool {

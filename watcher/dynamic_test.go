@@ -19,6 +19,7 @@ import (
 	dwdiscovery "github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testenv"
 	"github.com/dynwatch/dynwatch/plan"
 )
 
@@ -166,7 +167,7 @@ func TestForbiddenResourceDoesNotStopOthers(t *testing.T) {
 	cfg := env.UserConfig(cmOnlyToken)
 	var secretAttempts atomic.Int64 // lists and watches of the forbidden secrets
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return testenv.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if strings.HasSuffix(req.URL.Path, "/namespaces/"+ns+"/secrets") {
 				secretAttempts.Add(1)
 			}
@@ -209,7 +210,7 @@ rules:
 	if n := strings.Count(logs, "cannot watch resource; retrying with backoff\" resource=\"secrets"); n != 1 {
 		t.Errorf("forbidden reported %d times, want once:\n%s", n, logs)
 	}
-	unsynced := r.w.Manager().Unsynced()
+	unsynced := unsyncedWatches(r.w.Manager())
 	key := dyninformer.Key{GVR: secretGVR, Namespace: ns}
 	if err, ok := unsynced[key]; !ok || !apierrors.IsForbidden(err) {
 		t.Errorf("unsynced = %v, want secrets forbidden", unsynced)

@@ -69,16 +69,7 @@ func dyn(t testing.TB) dynamic.Interface {
 // namespace creates a namespace with a unique name for one test.
 func namespace(t testing.TB) string {
 	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	name = fmt.Sprintf("%s-%d", strings.Trim(name, "-"), time.Now().UnixNano()%100000)
-	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
-	if _, err := dyn(t).Resource(nsGVR).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return name
+	return testenv.Namespace(t, dyn(t))
 }
 
 func create(t testing.TB, gvr schema.GroupVersionResource, ns string, obj map[string]any) *unstructured.Unstructured {
@@ -113,9 +104,7 @@ func remove(t testing.TB, gvr schema.GroupVersionResource, ns, name string) {
 	}
 }
 
-func configMap(ns, name string, data map[string]any) map[string]any {
-	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": ns}, "data": data}
-}
+var configMap = testenv.ConfigMap
 
 // lines collects what a log action writes, one payload per line.
 type lines struct {
@@ -205,7 +194,7 @@ type watchCounter struct {
 }
 
 func (w *watchCounter) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+	return testenv.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
 		if r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1" {
 			w.mu.Lock()
 			w.counts[r.URL.Path]++
@@ -234,10 +223,6 @@ func (w *watchCounter) get(path string) int {
 	defer w.mu.Unlock()
 	return w.counts[path]
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // running is a watcher started by a test.
 type running struct {
@@ -273,7 +258,7 @@ func startWith(t testing.TB, config string, level slog.Level) *running {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if !r.w.Manager().WaitForSync(syncCtx) {
-		t.Fatalf("informers did not sync: %v", r.w.Manager().Unsynced())
+		t.Fatalf("informers did not sync: %v", unsyncedWatches(r.w.Manager()))
 	}
 	return r
 }
@@ -370,6 +355,19 @@ var (
 )
 
 var waitUntil = testenv.WaitFor
+
+// unsyncedWatches returns, from the manager's statuses, the watches that have
+// not finished their initial list, with the last error each one saw (nil if
+// none).
+func unsyncedWatches(m *dyninformer.Manager) map[dyninformer.Key]error {
+	out := map[dyninformer.Key]error{}
+	for _, st := range m.Statuses() {
+		if !st.Synced {
+			out[st.Key] = st.Err
+		}
+	}
+	return out
+}
 
 // informerClient returns the client informers list and watch with.
 func informerClient(t testing.TB, cfg *rest.Config) *dyninformer.Client {

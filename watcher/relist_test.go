@@ -36,7 +36,7 @@ type cutter struct {
 }
 
 func (c *cutter) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	return testenv.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		q := req.URL.Query()
 		watch := q.Get("watch") == "true" || q.Get("watch") == "1"
 		c.mu.Lock()
@@ -224,7 +224,7 @@ type holdPaths struct {
 }
 
 func (h *holdPaths) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	return testenv.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		if strings.Contains(req.URL.Path, h.marker) {
 			select {
 			case <-h.release:

@@ -1,5 +1,5 @@
 // Package arch checks the shape ARCHITECTURE.md describes: which packages may
-// import which, and that functions stay short enough to read.
+// import which, and that functions and files stay short enough to read.
 package arch
 
 import (

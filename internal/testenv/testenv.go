@@ -1,10 +1,3 @@
-// Package testenv starts a real etcd and kube-apiserver on loopback for tests and
-// the demo. The binaries are built by hack/testenv (`make testenv`).
-//
-// It is a small harness of its own rather than controller-runtime's envtest: it
-// runs the same two binaries the same way, but keeps controller-runtime and its
-// dependencies out of the product's go.mod, and lets tests add token users with
-// narrower RBAC in one line.
 package testenv
 
 import (
@@ -14,11 +7,9 @@ import (
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -27,19 +18,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
-	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // AdminToken is the bearer token of the admin user (group system:masters).
@@ -209,66 +191,6 @@ func start(opts Options) (env *Env, err error) {
 	return e, nil
 }
 
-// CompactEtcd compacts etcd's history up to its current revision, through
-// etcd's JSON gateway: a watch that resumes from an older resourceVersion then
-// gets 410 Gone (when the API server's watch cache is off) and its informer
-// relists.
-func (e *Env) CompactEtcd(ctx context.Context) error {
-	post := func(path, body string, out any) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.EtcdURL+path, strings.NewReader(body))
-		if err != nil {
-			return err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b, _ := io.ReadAll(resp.Body)
-			return fmt.Errorf("etcd %s: %s: %s", path, resp.Status, b)
-		}
-		return json.NewDecoder(resp.Body).Decode(out)
-	}
-	var r struct {
-		Header struct {
-			Revision string `json:"revision"`
-		} `json:"header"`
-	}
-	if err := post("/v3/kv/range", `{"key":"AA=="}`, &r); err != nil {
-		return err
-	}
-	var ignored map[string]any
-	return post("/v3/kv/compaction", `{"revision":"`+r.Header.Revision+`","physical":true}`, &ignored)
-}
-
-// UserConfig returns a rest config that authenticates with token.
-func (e *Env) UserConfig(token string) *rest.Config {
-	return &rest.Config{
-		Host:            e.URL,
-		BearerToken:     token,
-		TLSClientConfig: rest.TLSClientConfig{CAData: e.caData},
-		QPS:             200,
-		Burst:           400,
-	}
-}
-
-// WriteKubeconfig writes a kubeconfig for the user with token to path.
-func (e *Env) WriteKubeconfig(path, token string) error {
-	return e.WriteKubeconfigAs(path, token, "")
-}
-
-// WriteKubeconfigAs writes a kubeconfig for the user with token, impersonating
-// as (e.g. system:serviceaccount:NS:NAME) when it is not empty.
-func (e *Env) WriteKubeconfigAs(path, token, as string) error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["testenv"] = &clientcmdapi.Cluster{Server: e.URL, CertificateAuthorityData: e.caData}
-	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: token, Impersonate: as}
-	cfg.Contexts["testenv"] = &clientcmdapi.Context{Cluster: "testenv", AuthInfo: "user", Namespace: "default"}
-	cfg.CurrentContext = "testenv"
-	return clientcmd.WriteToFile(*cfg, path)
-}
-
 // Stop stops the API server, then etcd, and removes the working directory it made.
 // It is safe to call more than once.
 func (e *Env) Stop() {
@@ -391,63 +313,4 @@ func writeServiceAccountKey(dir string) error {
 		os.WriteFile(filepath.Join(dir, "sa.key"), priv, 0o600),
 		os.WriteFile(filepath.Join(dir, "sa.pub"), pub, 0o600),
 	)
-}
-
-// GrantListWatch lets user list and watch resources of group in every
-// namespace, through a ClusterRole and ClusterRoleBinding named name.
-func (e *Env) GrantListWatch(ctx context.Context, name, user, group string, resources ...string) error {
-	d, err := dynamic.NewForConfig(e.Config)
-	if err != nil {
-		return err
-	}
-	res := make([]any, len(resources))
-	for i, r := range resources {
-		res[i] = r
-	}
-	objs := []map[string]any{
-		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": name},
-			"rules": []any{map[string]any{"apiGroups": []any{group}, "resources": res, "verbs": []any{"list", "watch"}}}},
-		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": name},
-			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-			"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}}},
-	}
-	for _, o := range objs {
-		gvr := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: strings.ToLower(o["kind"].(string)) + "s"}
-		_, err := d.Resource(gvr).Create(ctx, &unstructured.Unstructured{Object: o}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-	}
-	return nil
-}
-
-// Buffer is a bytes.Buffer that several goroutines may write while a test reads.
-type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-// String returns what was written so far.
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-// WaitFor polls cond until it holds, failing the test after timeout.
-func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -1,0 +1,76 @@
+package dyninformer
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// HasSynced reports whether every informer has finished its initial list and
+// handed every object of it to the handler.
+func (m *Manager) HasSynced() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range m.entries {
+		if !e.handled.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// KeySynced reports whether the informer of k has handed its whole initial list
+// to the handler; ok is false when k is not watched.
+func (m *Manager) KeySynced(k Key) (synced, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[k]
+	if !ok {
+		return false, false
+	}
+	return e.handled.HasSynced(), true
+}
+
+// WaitForSync blocks until every informer has synced or ctx is done.
+func (m *Manager) WaitForSync(ctx context.Context) bool {
+	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		return m.HasSynced(), nil
+	}) == nil
+}
+
+// Status is one watch's health, for /readyz and metrics.
+type Status struct {
+	Key Key
+	// Synced: the initial list has been handed over.
+	Synced bool
+	// Err is the last error of a watch that has not synced (forbidden, not
+	// served), nil if none.
+	Err error
+	// LastEvent is when the watch last delivered an event or a bookmark; zero
+	// before the first.
+	LastEvent time.Time
+}
+
+// Statuses returns the health of every watch, sorted by key.
+func (m *Manager) Statuses() []Status {
+	m.mu.Lock()
+	out := make([]Status, 0, len(m.entries))
+	for k, e := range m.entries {
+		st := Status{Key: k, Synced: e.handled != nil && e.handled.HasSynced()}
+		if ns := e.seen.Load(); ns > 0 {
+			st.LastEvent = time.Unix(0, ns)
+		}
+		if !st.Synced {
+			e.mu.Lock()
+			st.Err = e.watchErr
+			e.mu.Unlock()
+		}
+		out = append(out, st)
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Key.String(), b.Key.String()) })
+	return out
+}
