@@ -33,8 +33,10 @@ var targetLabels = []string{"namespace", "pod", "service", "job", "instance", "c
 func registered(t *testing.T) map[string][]string {
 	t.Helper()
 	m := metrics.New(metrics.Sources{
-		Queues:     func() []metrics.QueueSample { return []metrics.QueueSample{{Action: "out", Depth: 1}} },
-		Watches:    func() []metrics.WatchSample { return []metrics.WatchSample{{Resource: "configmaps", Synced: true, LastEvent: time.Now()}} },
+		Queues: func() []metrics.QueueSample { return []metrics.QueueSample{{Action: "out", Depth: 1}} },
+		Watches: func() []metrics.WatchSample {
+			return []metrics.WatchSample{{Resource: "configmaps", Synced: true, LastEvent: time.Now()}}
+		},
 		RuleErrors: func() map[string]uint64 { return map[string]uint64{"r": 1} },
 	})
 	m.Event("configmaps", "add")
@@ -161,9 +163,9 @@ func metricNames(e parser.Node) []string {
 
 // dashboard is deploy/grafana/dynwatch.json.
 type dashboard struct {
-	Title  string  `json:"title"`
-	UID    string  `json:"uid"`
-	Panels []panel `json:"panels"`
+	Title      string  `json:"title"`
+	UID        string  `json:"uid"`
+	Panels     []panel `json:"panels"`
 	Templating struct {
 		List []struct {
 			Name  string `json:"name"`
