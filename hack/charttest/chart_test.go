@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -293,4 +295,27 @@ func configValues(doc string) string {
 func quoteYAML(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// config.example.yaml, whose selectors need discovery, installs with
+// rbac.create=false (its RBAC then comes from `dynwatch rbac --cluster`), and
+// the config the pods get loads.
+func TestExampleConfig(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "config.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := renderChart(values{file: "config: " + quoteYAML(string(b))}); err == nil || !strings.Contains(err.Error(), "needs discovery to resolve") {
+		t.Errorf("with rbac.create: %v, want the selectors that need discovery named", err)
+	}
+	objs := mustRender(t, values{file: "config: " + quoteYAML(string(b)), set: "rbac.create=false"})
+	for _, u := range objs {
+		if slices.Contains(rbacKinds[1:], u.GetKind()) {
+			t.Errorf("rbac.create=false renders %s", key(u))
+		}
+	}
+	checkRestricted(t, objs)
+	if _, err := plan.Parse("config.yaml", []byte(renderedConfig(t, objs))); err != nil {
+		t.Errorf("the rendered example config does not load: %v", err)
+	}
 }
