@@ -224,6 +224,8 @@ func TestSchemaRejectsWrongValues(t *testing.T) {
 		"state.path=state.db",
 		"replica=2",
 		"serviceMonitor.enabled=on",
+		"config.apiVersion=v1",
+		"config.rules=none",
 	} {
 		t.Run(set, func(t *testing.T) {
 			_, err := renderChart(values{set: set})
