@@ -11,7 +11,7 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 TESTENV   := .testenv/bin
 GOTESTFLAGS ?=
 
-.PHONY: all build image push testenv test unit vet demo bench bench-e2e fuzz clean help
+.PHONY: all build image push testenv test charttest unit vet demo bench bench-e2e fuzz clean help
 
 all: build
 
@@ -36,8 +36,12 @@ testenv: ## build kube-apiserver and etcd into .testenv/bin (once; minutes the f
 vet: ## go vet
 	$(GO) vet ./...
 
-test: testenv vet ## unit and integration tests (real kube-apiserver and etcd), with -race; each benchmark runs once, for its own checks
+test: testenv vet ## unit and integration tests (real kube-apiserver and etcd), with -race; each benchmark runs once, for its own checks; then charttest
 	DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) $(GO) test -race -count=1 -timeout 30m -bench . -benchtime 1x $(GOTESTFLAGS) ./...
+	$(MAKE) charttest
+
+charttest: testenv ## the Helm chart, the dashboard and the alerts (hack/charttest, a module of its own): render, lint, RBAC against dynwatch rbac, Pod Security, server-side dry run, PromQL names
+	cd hack/charttest && $(GO) vet ./... && DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) $(GO) test -count=1 -timeout 10m $(GOTESTFLAGS) ./...
 
 unit: ## only the tests that need no API server
 	$(GO) test -race -count=1 ./config/... ./fieldpath/... ./rules/... ./payload/... ./plan/... ./action/... ./discovery/... ./event/... ./state/... ./tail/... ./internal/arch/...

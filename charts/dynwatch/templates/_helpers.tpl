@@ -1,0 +1,240 @@
+{{/* The chart's name, and the release's full name that every object is named after. */}}
+{{- define "dynwatch.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "dynwatch.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "dynwatch.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "dynwatch.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "dynwatch.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "dynwatch.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "dynwatch.serviceAccountName" -}}
+{{- default (include "dynwatch.fullname" .) .Values.serviceAccount.name }}
+{{- end }}
+
+{{/* statefulSet: "true" when the workload is a StatefulSet (state or shards). */}}
+{{- define "dynwatch.statefulSet" -}}
+{{- if or .Values.state.enabled (gt (int .Values.shards.count) 0) }}true{{ end }}
+{{- end }}
+
+{{/*
+dynwatch.config is the config file the pods run, as YAML: .Values.config (a
+map, or a string of YAML) with what the values decide set in it. Helm reads
+YAML 1.1, where the rule key `on` is the boolean true: it is put back as `on`.
+*/}}
+{{- define "dynwatch.config" -}}
+{{- $c := .Values.config }}
+{{- if kindIs "string" $c }}
+{{- $c = fromYaml $c }}
+{{- if hasKey $c "Error" }}
+{{- fail (printf "config: not a YAML map: %s" (get $c "Error")) }}
+{{- end }}
+{{- else }}
+{{- $c = deepCopy $c }}
+{{- end }}
+{{- range $k := list "leaderElection" "state" "shards" }}
+{{- if hasKey $c $k }}
+{{- fail (printf "config.%s: set it through the chart's values (%s.enabled or %s.count), not in config" $k $k $k) }}
+{{- end }}
+{{- end }}
+{{- range $r := (get $c "rules" | default list) }}
+{{- if and (kindIs "map" $r) (hasKey $r "true") (not (hasKey $r "on")) }}
+{{- $_ := set $r "on" (get $r "true") }}
+{{- $_ := unset $r "true" }}
+{{- end }}
+{{- end }}
+{{- $server := get $c "server" | default dict }}
+{{- $_ := set $server "address" (printf ":%d" (int .Values.opsPort)) }}
+{{- $_ := set $c "server" $server }}
+{{- if .Values.leaderElection.enabled }}
+{{- $le := dict "namespace" .Release.Namespace "name" (include "dynwatch.fullname" .) }}
+{{- range $k := list "leaseDuration" "renewDeadline" "retryPeriod" }}
+{{- with get $.Values.leaderElection $k }}
+{{- $_ := set $le $k . }}
+{{- end }}
+{{- end }}
+{{- $_ := set $c "leaderElection" $le }}
+{{- end }}
+{{- if .Values.state.enabled }}
+{{- $_ := set $c "state" (dict "path" .Values.state.path) }}
+{{- end }}
+{{- if gt (int .Values.shards.count) 0 }}
+{{- $sh := dict "count" (int .Values.shards.count) }}
+{{- with .Values.shards.by }}
+{{- $_ := set $sh "by" . }}
+{{- end }}
+{{- $_ := set $c "shards" $sh }}
+{{- end }}
+{{- toYaml $c }}
+{{- end }}
+
+{{/* dynwatch.checks fails on values that contradict each other. */}}
+{{- define "dynwatch.checks" -}}
+{{- $shards := int .Values.shards.count }}
+{{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) (eq $shards 0) }}
+{{- fail "replicas above 1 need leaderElection.enabled=true: without it every replica delivers every event" }}
+{{- end }}
+{{- if and (gt $shards 0) .Values.leaderElection.enabled }}
+{{- fail "shards.count with leaderElection.enabled: each shard is one pod of the StatefulSet here, with no standby to elect" }}
+{{- end }}
+{{- end }}
+
+{{/*
+dynwatch.grants is what `dynwatch rbac` grants for the config, offline: list
+and watch on each selector's group and resource, cluster-wide for a rule that
+watches every namespace, else in each of its namespaces. A selector that does
+not name its group and resource exactly fails the render, as it fails
+`dynwatch rbac` without --cluster. The result, as YAML:
+  cluster:    {GROUP: [RESOURCE, …]}
+  namespaces: {NAMESPACE: {GROUP: [RESOURCE, …]}}
+*/}}
+{{- define "dynwatch.grants" -}}
+{{- $c := include "dynwatch.config" . | fromYaml }}
+{{- $defaults := get $c "defaults" | default dict }}
+{{- $cluster := dict }}
+{{- $byNS := dict }}
+{{- $errs := list }}
+{{- range $r := (get $c "rules" | default list) }}
+{{- $nss := get $defaults "namespaces" }}
+{{- if kindIs "slice" (get $r "namespaces") }}
+{{- $nss = get $r "namespaces" }}
+{{- end }}
+{{- range $s := (get $r "resources" | default list) }}
+{{- $g := get $s "group" }}
+{{- $res := get $s "resource" }}
+{{- if or (not (hasKey $s "group")) (not (kindIs "string" $g)) (not (kindIs "string" $res)) (eq (toString $res) "") (regexMatch "[*?\\[]" (printf "%v%v" $g $res)) }}
+{{- $errs = append $errs (printf "rule %v: selector %s needs discovery to resolve (give group and resource exactly, or set rbac.create=false and apply what `dynwatch rbac --cluster` prints)" (get $r "name") (toJson $s)) }}
+{{- else if $nss }}
+{{- range $ns := $nss }}
+{{- $m := get $byNS $ns | default dict }}
+{{- $_ := set $m $g (append (get $m $g | default list) $res) }}
+{{- $_ := set $byNS $ns $m }}
+{{- end }}
+{{- else }}
+{{- $_ := set $cluster $g (append (get $cluster $g | default list) $res) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if $errs }}
+{{- fail (join "\n" $errs) }}
+{{- end }}
+{{- toYaml (dict "cluster" $cluster "namespaces" $byNS) }}
+{{- end }}
+
+{{/* dynwatch.policyRules: one list-and-watch rule per group of a {GROUP: [RESOURCE]} map, groups and resources sorted. */}}
+{{- define "dynwatch.policyRules" -}}
+{{- range $g := keys . | sortAlpha }}
+- apiGroups: [{{ $g | quote }}]
+  resources: {{ get $ $g | uniq | sortAlpha | toJson }}
+  verbs: [list, watch]
+{{- end }}
+{{- end }}
+
+{{/* dynwatch.podTemplate is the pod of the Deployment or the StatefulSet: restricted, probed, its config mounted. */}}
+{{- define "dynwatch.podTemplate" -}}
+metadata:
+  labels:
+    {{- include "dynwatch.selectorLabels" . | nindent 4 }}
+    {{- with .Values.podLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  annotations:
+    checksum/config: {{ include "dynwatch.config" . | sha256sum }}
+    prometheus.io/scrape: "true"
+    prometheus.io/port: {{ .Values.opsPort | quote }}
+    {{- with .Values.podAnnotations }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  serviceAccountName: {{ include "dynwatch.serviceAccountName" . }}
+  {{- with .Values.imagePullSecrets }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  securityContext:
+    runAsNonRoot: true
+    runAsUser: 65532
+    runAsGroup: 65532
+    fsGroup: 65532
+    seccompProfile:
+      type: RuntimeDefault
+  containers:
+    - name: dynwatch
+      image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"
+      imagePullPolicy: {{ .Values.image.pullPolicy }}
+      args: [run, --config, /etc/dynwatch/config.yaml]
+      env:
+        # A shard's index is the ordinal of its pod's name (dynwatch-2: shard 2).
+        - name: POD_NAME
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.name
+        {{- with .Values.env }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+      {{- with .Values.envFrom }}
+      envFrom:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      ports:
+        - name: http
+          containerPort: {{ .Values.opsPort }}
+          protocol: TCP
+      livenessProbe:
+        httpGet: {path: /healthz, port: http}
+        {{- toYaml .Values.probes.liveness | nindent 8 }}
+      readinessProbe:
+        httpGet: {path: /readyz, port: http}
+        {{- toYaml .Values.probes.readiness | nindent 8 }}
+      resources:
+        {{- toYaml .Values.resources | nindent 8 }}
+      securityContext:
+        allowPrivilegeEscalation: false
+        readOnlyRootFilesystem: true
+        capabilities:
+          drop: [ALL]
+      volumeMounts:
+        - name: config
+          mountPath: /etc/dynwatch
+          readOnly: true
+        {{- if .Values.state.enabled }}
+        - name: state
+          mountPath: {{ dir .Values.state.path }}
+        {{- end }}
+  volumes:
+    - name: config
+      configMap:
+        name: {{ include "dynwatch.fullname" . }}
+  {{- with .Values.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.affinity }}
+  affinity:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}

@@ -1,0 +1,323 @@
+package charttest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dynwatch/dynwatch/plan"
+)
+
+// rendering is one `helm install` of the chart and what it must hold beyond
+// what every rendering holds (see checkRendering).
+type rendering struct {
+	values
+	check func(t *testing.T, objs []*unstructured.Unstructured)
+}
+
+// renderings are the installs that the chart promises to work: each is
+// linted, checked and applied to the API server with a server-side dry run.
+var renderings = []rendering{
+	{values: values{}, check: func(t *testing.T, objs []*unstructured.Unstructured) {
+		w := workload(t, objs)
+		if w.GetKind() != "Deployment" || replicas(w) != 1 {
+			t.Errorf("defaults: %s with %d replicas, want a Deployment with 1", w.GetKind(), replicas(w))
+		}
+		if len(ofKind(objs, "Role")) != 0 {
+			t.Errorf("defaults: Roles without leader election or namespaces: %v", ofKind(objs, "Role"))
+		}
+	}},
+	{values: values{set: "state.enabled=true"}, check: func(t *testing.T, objs []*unstructured.Unstructured) {
+		w := workload(t, objs)
+		claims, _, _ := unstructured.NestedSlice(w.Object, "spec", "volumeClaimTemplates")
+		b, _ := json.Marshal(claims)
+		if w.GetKind() != "StatefulSet" || !strings.Contains(string(b), `"name":"state"`) || !strings.Contains(string(b), `"storage":"1Gi"`) {
+			t.Errorf("state.enabled: %s with claims %s, want a StatefulSet claiming 1Gi as state", w.GetKind(), b)
+		}
+		pod := podSpecJSON(t, w)
+		if !strings.Contains(pod, `{"mountPath":"/var/lib/dynwatch","name":"state"}`) {
+			t.Errorf("state.enabled: the state volume is not mounted at state.path's directory: %s", pod)
+		}
+		if cfg := renderedConfig(t, objs) + "\n"; !strings.Contains(cfg, "state:\n  path: /var/lib/dynwatch/state.db\n") {
+			t.Errorf("state.enabled: the config has no state.path:\n%s", cfg)
+		}
+	}},
+	{values: values{set: "shards.count=3"}, check: func(t *testing.T, objs []*unstructured.Unstructured) {
+		w := workload(t, objs)
+		if w.GetKind() != "StatefulSet" || replicas(w) != 3 {
+			t.Errorf("shards.count=3: %s with %d replicas, want a StatefulSet of 3", w.GetKind(), replicas(w))
+		}
+		if pod := podSpecJSON(t, w); !strings.Contains(pod, `{"name":"POD_NAME","valueFrom":{"fieldRef":{"fieldPath":"metadata.name"}}}`) {
+			t.Errorf("shards.count=3: no POD_NAME from the downward API: %s", pod)
+		}
+		cfg := renderedConfig(t, objs) + "\n"
+		if !strings.Contains(cfg, "shards:\n  count: 3\n") || strings.Contains(cfg, "index") {
+			t.Errorf("shards.count=3: the config must have shards.count 3 and no index (each pod's comes from POD_NAME):\n%s", cfg)
+		}
+	}},
+	{values: values{set: "leaderElection.enabled=true,replicas=2"}, check: func(t *testing.T, objs []*unstructured.Unstructured) {
+		w := workload(t, objs)
+		if w.GetKind() != "Deployment" || replicas(w) != 2 {
+			t.Errorf("leaderElection: %s with %d replicas, want a Deployment with 2", w.GetKind(), replicas(w))
+		}
+		if cfg := renderedConfig(t, objs) + "\n"; !strings.Contains(cfg, "leaderElection:\n  name: dynwatch\n  namespace: dynwatch\n") {
+			t.Errorf("leaderElection: the config has no Lease in the release's namespace:\n%s", cfg)
+		}
+		if len(ofKind(objs, "Role")) != 1 || len(ofKind(objs, "RoleBinding")) != 1 {
+			t.Errorf("leaderElection: want the Lease's Role and RoleBinding")
+		}
+	}},
+	{values: values{set: "serviceMonitor.enabled=true,prometheusRule.enabled=true"}, check: func(t *testing.T, objs []*unstructured.Unstructured) {
+		sm := one(t, objs, "ServiceMonitor")
+		sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+		if svc := one(t, objs, "Service"); !labels.SelectorFromSet(sel).Matches(labels.Set(svc.GetLabels())) {
+			t.Errorf("the ServiceMonitor selects %v, not the Service (%v)", sel, svc.GetLabels())
+		}
+		if got := alertNames(t, one(t, objs, "PrometheusRule")); len(got) == 0 {
+			t.Error("the PrometheusRule has no alerts")
+		}
+	}},
+}
+
+func replicas(w *unstructured.Unstructured) int64 {
+	n, _, _ := unstructured.NestedInt64(w.Object, "spec", "replicas")
+	return n
+}
+
+func podSpecJSON(t *testing.T, w *unstructured.Unstructured) string {
+	t.Helper()
+	pod, _, _ := unstructured.NestedMap(w.Object, "spec", "template", "spec")
+	b, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Each rendering holds the RBAC `dynwatch rbac` prints for its config, a pod
+// that passes the restricted Pod Security level with probes on the operations
+// port, the config's checksum on the pod, a NetworkPolicy for the pods, and
+// what its values ask for.
+func TestRenderings(t *testing.T) {
+	for _, r := range renderings {
+		t.Run(r.String(), func(t *testing.T) {
+			objs := mustRender(t, r.values)
+			checkRendering(t, objs)
+			r.check(t, objs)
+		})
+	}
+}
+
+// checkRendering checks what every rendering holds.
+func checkRendering(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	checkRBAC(t, objs)
+	checkRestricted(t, objs)
+	w := workload(t, objs)
+	pod := podSpecJSON(t, w)
+	for _, want := range []string{`"path":"/healthz","port":"http"`, `"path":"/readyz","port":"http"`, `"containerPort":8080,"name":"http"`,
+		`"serviceAccountName":"dynwatch"`, `"requests":{"cpu":"50m","memory":"64Mi"}`, `"readOnlyRootFilesystem":true`} {
+		if !strings.Contains(pod, want) {
+			t.Errorf("%s's pod lacks %s: %s", w.GetKind(), want, pod)
+		}
+	}
+	cfg := renderedConfig(t, objs)
+	if !strings.Contains(cfg+"\n", "server:\n  address: :8080\n") {
+		t.Errorf("the config does not serve the operations port the probes use:\n%s", cfg)
+	}
+	sum := sha256.Sum256([]byte(cfg))
+	if pods, _, _ := unstructured.NestedStringMap(w.Object, "spec", "template", "metadata", "annotations"); pods["checksum/config"] != hex.EncodeToString(sum[:]) {
+		t.Errorf("the pods' checksum/config is %q, want the sha256 of the ConfigMap's config, %x", pods["checksum/config"], sum)
+	}
+	checkNetworkPolicy(t, objs)
+	sel, _, _ := unstructured.NestedStringMap(one(t, objs, "Service").Object, "spec", "selector")
+	if pods, _, _ := unstructured.NestedStringMap(w.Object, "spec", "template", "metadata", "labels"); !labels.SelectorFromSet(sel).Matches(labels.Set(pods)) {
+		t.Errorf("the Service selects %v, not the pods (%v)", sel, pods)
+	}
+}
+
+// checkNetworkPolicy checks that the NetworkPolicy selects the workload's pods
+// and admits ingress on the operations port only, from labelled namespaces only.
+func checkNetworkPolicy(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	np := one(t, objs, "NetworkPolicy")
+	pods, _, _ := unstructured.NestedStringMap(workload(t, objs).Object, "spec", "template", "metadata", "labels")
+	sel, _, _ := unstructured.NestedStringMap(np.Object, "spec", "podSelector", "matchLabels")
+	if len(sel) == 0 || !labels.SelectorFromSet(sel).Matches(labels.Set(pods)) {
+		t.Errorf("the NetworkPolicy selects %v, not the pods (%v)", sel, pods)
+	}
+	types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes")
+	ingress, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+	b, _ := json.Marshal(ingress)
+	const want = `[{"from":[{"namespaceSelector":{"matchLabels":{"dynwatch.io/scrape":"true"}}}],"ports":[{"port":8080,"protocol":"TCP"}]}]`
+	if !slices.Equal(types, []string{"Ingress"}) || string(b) != want {
+		t.Errorf("the NetworkPolicy's ingress (%v) is %s, want %s", types, b, want)
+	}
+}
+
+// helm lint, strict (warnings fail too), passes for every rendering's values.
+func TestLint(t *testing.T) {
+	kube, err := chartutil.ParseKubeVersion("v1.37.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range renderings {
+		t.Run(r.String(), func(t *testing.T) {
+			vals, err := r.parse()
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := lint.AllWithKubeVersionAndSchemaValidation(chartDir, vals, namespace, kube, false)
+			for _, m := range l.Messages {
+				if m.Severity >= support.WarningSev {
+					t.Errorf("helm lint: %s", m)
+				}
+			}
+		})
+	}
+}
+
+// A change of the config, and only that, changes the checksum that rolls the pods.
+func TestConfigChecksumRollsPods(t *testing.T) {
+	sum := func(v values) string {
+		pods, _, _ := unstructured.NestedStringMap(workload(t, mustRender(t, v)).Object, "spec", "template", "metadata", "annotations")
+		return pods["checksum/config"]
+	}
+	base := sum(values{})
+	if got := sum(values{set: "resources.limits.memory=1Gi"}); got != base {
+		t.Errorf("the checksum changed with resources only: %s, was %s", got, base)
+	}
+	if got := sum(values{set: "config.rules[0].name=other"}); got == base {
+		t.Error("the checksum did not change with the config")
+	}
+	if got := sum(values{set: "opsPort=9090"}); got == base {
+		t.Error("the checksum did not change with opsPort, which the config's server.address follows")
+	}
+}
+
+// A value of the wrong type, or an unknown one, fails before anything renders.
+func TestSchemaRejectsWrongValues(t *testing.T) {
+	for _, set := range []string{
+		"replicas=two",
+		"state.enabled=yes",
+		"leaderElection.enabled=1",
+		"shards.count=-1",
+		"shards.by=name",
+		"opsPort=http",
+		"resources=big",
+		"nodeSelector.disk=5",
+		"config=5",
+		"image.repository=",
+		"leaderElection.leaseDuration=15",
+		"state.path=state.db",
+		"replica=2",
+		"serviceMonitor.enabled=on",
+		"config.apiVersion=v1",
+		"config.rules=none",
+	} {
+		t.Run(set, func(t *testing.T) {
+			_, err := renderChart(values{set: set})
+			if err == nil || !strings.Contains(err.Error(), "schema") {
+				t.Errorf("--set %s: %v, want a schema error", set, err)
+			}
+		})
+	}
+}
+
+// Values that contradict each other, and configs the chart cannot grant RBAC
+// for offline, fail the render with what to do.
+func TestChartRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    values
+		want string
+	}{
+		{"replicas without leader election", values{set: "replicas=2"}, "need leaderElection.enabled=true"},
+		{"shards with leader election", values{set: "shards.count=2,leaderElection.enabled=true"}, "no standby to elect"},
+		{"leaderElection in config", values{file: configValues(leConfig)}, "config.leaderElection: set it through the chart's values"},
+		{"state in config", values{file: configValues("apiVersion: dynwatch/v1alpha1\nstate: {path: /x}\nactions: [{name: o, log: {}}]\nrules: []\n")}, "config.state"},
+		{"a glob selector", values{file: configValues(globConfig)}, `rule crds: selector {"group":"*.example.com","resource":"widgets"} needs discovery to resolve`},
+		{"a kind selector", values{file: configValues(kindConfig)}, `rule by-kind: selector {"kind":"Deployment"} needs discovery`},
+		{"config that is no YAML map", values{file: "config: |\n  - a\n  - b\n"}, "config: not a YAML map"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := renderChart(tc.v)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The config as a string (--set-file config=rules.yaml) renders as the same
+// config as a map, YAML 1.1's `on` included.
+func TestConfigAsString(t *testing.T) {
+	const rules = "apiVersion: dynwatch/v1alpha1\nactions: [{name: out, log: {}}]\n" +
+		"rules:\n  - name: cms\n    resources: [{group: \"\", resource: configmaps}]\n    on: [add, delete]\n    when: [{path: data.mode, op: eq, value: \"off\"}]\n    actions: [out]\n"
+	fromString := renderedConfig(t, mustRender(t, values{file: "config: " + quoteYAML(rules)}))
+	fromMap := renderedConfig(t, mustRender(t, values{file: configValues(rules)}))
+	if fromString != fromMap {
+		t.Errorf("as a string:\n%s\nas a map:\n%s", fromString, fromMap)
+	}
+	file, err := plan.Parse("config.yaml", []byte(fromString))
+	if err != nil {
+		t.Fatalf("the rendered config does not load: %v\n%s", err, fromString)
+	}
+	r := file.Rule("cms")
+	if r == nil || !strings.Contains(fromString, "\"on\":\n  - add\n  - delete\n") || !strings.Contains(fromString, "value: \"off\"") {
+		t.Errorf("`on` or the quoted value did not survive:\n%s", fromString)
+	}
+}
+
+// configValues is a values file whose config is the YAML document doc.
+func configValues(doc string) string {
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+		panic(err)
+	}
+	b, err := yaml.Marshal(map[string]any{"config": m})
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func quoteYAML(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// config.example.yaml, whose selectors need discovery, installs with
+// rbac.create=false (its RBAC then comes from `dynwatch rbac --cluster`), and
+// the config the pods get loads.
+func TestExampleConfig(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "config.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := renderChart(values{file: "config: " + quoteYAML(string(b))}); err == nil || !strings.Contains(err.Error(), "needs discovery to resolve") {
+		t.Errorf("with rbac.create: %v, want the selectors that need discovery named", err)
+	}
+	objs := mustRender(t, values{file: "config: " + quoteYAML(string(b)), set: "rbac.create=false"})
+	for _, u := range objs {
+		if slices.Contains(rbacKinds[1:], u.GetKind()) {
+			t.Errorf("rbac.create=false renders %s", key(u))
+		}
+	}
+	checkRestricted(t, objs)
+	if _, err := plan.Parse("config.yaml", []byte(renderedConfig(t, objs))); err != nil {
+		t.Errorf("the rendered example config does not load: %v", err)
+	}
+}
