@@ -13,9 +13,9 @@ import (
 	"github.com/dynwatch/dynwatch/event"
 )
 
-// CRDResource is the resource dynwatch watches to learn about new and deleted
+// crdResource is the resource dynwatch watches to learn about new and deleted
 // CRDs without waiting for the periodic discovery refresh.
-var CRDResource = event.Resource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions", Kind: "CustomResourceDefinition"}
+var crdResource = event.Resource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions", Kind: "CustomResourceDefinition"}
 
 // source is one cluster as the watcher sees it: its discovery, the informers
 // of the watched set, the CRD watch that says when to read discovery again,
@@ -58,7 +58,7 @@ func newSource(client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface,
 		}
 		s.kick()
 	}, dyninformer.Options{Logger: opts.log})
-	_, _ = s.crds.Set([]dyninformer.Watch{{Resource: CRDResource}}, dyninformer.ListsKnown)
+	_, _ = s.crds.Set([]dyninformer.Watch{{Resource: crdResource}}, dyninformer.ListsKnown)
 	return s
 }
 
