@@ -34,9 +34,13 @@ type source struct {
 	// crdDeleted notes the CRDs the CRD watch saw deleted: their resources
 	// are not kept for vanishGrace.
 	crdDeleted deletedCRDs
-	// cat is the catalog the watched set was last matched to; the watcher's
-	// mu guards it.
-	cat *discovery.Catalog
+	// The watcher's mu guards the rest. cat is the catalog the watched set
+	// was last matched to; vanished holds, with state, the watches whose
+	// resource discovery stopped serving, for vanishGrace (tests shorten it):
+	// see vanish.go.
+	cat         *discovery.Catalog
+	vanished    map[scopeKey]vanishedWatch
+	vanishGrace time.Duration
 }
 
 // sourceOptions configure a source.
@@ -50,7 +54,8 @@ type sourceOptions struct {
 // whose informers hand every event to handler. It watches CRDs from the
 // start; the watched set is empty until the watcher sets it.
 func newSource(client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface, handler dyninformer.Handler, opts sourceOptions) *source {
-	s := &source{disc: disc, log: opts.log, refresh: opts.refresh, kicks: make(chan struct{}, 1)}
+	s := &source{disc: disc, log: opts.log, refresh: opts.refresh, kicks: make(chan struct{}, 1),
+		vanished: map[scopeKey]vanishedWatch{}, vanishGrace: vanishGrace}
 	s.mgr = dyninformer.NewManager(client, handler, dyninformer.Options{Resync: opts.resync, Logger: opts.log})
 	s.crds = dyninformer.NewManager(client, func(_ dyninformer.Key, ev *event.Event) {
 		if ev.Type == event.Delete {

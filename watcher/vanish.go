@@ -47,10 +47,10 @@ func (w *Watcher) setWatchesLocked(watches []dyninformer.Watch, lists dyninforme
 	back := false
 	for _, wt := range watches {
 		s := scopeOf(wt.Key())
-		v, vanished := w.vanished[s]
+		v, vanished := w.src.vanished[s]
 		if vanished && !watching[s] {
 			back = true
-			delete(w.vanished, s)
+			delete(w.src.vanished, s)
 			w.log.Info("resource back in discovery: its list is compared with its records, as at a restart", "resource", wt.Key().String(), "after", now.Sub(v.at).Round(time.Millisecond).String())
 		}
 		if watching[s] || vanished {
@@ -94,20 +94,20 @@ func (w *Watcher) noteVanishedLocked(watches []dyninformer.Watch, lists dyninfor
 	}
 	var crdGone map[groupResource]bool // resources whose CRD was deleted: gone, not flapping
 	if lists == dyninformer.ListsNew {
-		crdGone = w.src.crdDeleted.take(served, now, w.vanishGrace)
+		crdGone = w.src.crdDeleted.take(served, now, w.src.vanishGrace)
 	}
 	watching := map[scopeKey]bool{}
 	for _, k := range w.src.mgr.Watches() {
 		s := scopeOf(k)
 		watching[s] = true
 		if lists == dyninformer.ListsNew && !wanted[s] && !crdGone[groupResource{s.group, s.resource}] {
-			w.vanished[s] = vanishedWatch{key: k, at: now}
-			w.log.Info("resource left discovery; its records are kept in case it comes back", "resource", k.String(), "for", w.vanishGrace.String())
+			w.src.vanished[s] = vanishedWatch{key: k, at: now}
+			w.log.Info("resource left discovery; its records are kept in case it comes back", "resource", k.String(), "for", w.src.vanishGrace.String())
 		}
 	}
-	for s, v := range w.vanished {
-		if now.Sub(v.at) >= w.vanishGrace || crdGone[groupResource{s.group, s.resource}] {
-			delete(w.vanished, s)
+	for s, v := range w.src.vanished {
+		if now.Sub(v.at) >= w.src.vanishGrace || crdGone[groupResource{s.group, s.resource}] {
+			delete(w.src.vanished, s)
 		}
 	}
 	return watching
@@ -116,8 +116,8 @@ func (w *Watcher) noteVanishedLocked(watches []dyninformer.Watch, lists dyninfor
 // vanishedKeysLocked returns the watches that vanished within vanishGrace:
 // their records and baselines are kept. w.mu is held.
 func (w *Watcher) vanishedKeysLocked() []dyninformer.Key {
-	out := make([]dyninformer.Key, 0, len(w.vanished))
-	for _, v := range w.vanished {
+	out := make([]dyninformer.Key, 0, len(w.src.vanished))
+	for _, v := range w.src.vanished {
 		out = append(out, v.key)
 	}
 	return out

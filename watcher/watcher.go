@@ -34,11 +34,6 @@ type Watcher struct {
 	acts    *actionSet // the action queues; mu guards what it says
 	health  health
 	durable *durable // nil without state.path
-
-	// vanished holds, with state, the watches whose resource discovery
-	// stopped serving, for vanishGrace (tests shorten it): see vanish.go.
-	vanished    map[scopeKey]vanishedWatch
-	vanishGrace time.Duration
 }
 
 // Options configure a Watcher.
@@ -74,7 +69,6 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 		opts.DiscoveryRefresh = 30 * time.Second
 	}
 	w := &Watcher{log: opts.Logger, metrics: opts.Metrics}
-	w.vanished, w.vanishGrace = map[scopeKey]vanishedWatch{}, vanishGrace
 	if opts.Store != nil {
 		w.durable = newDurable(opts.Store, opts.Logger, &w.pipe, opts.Metrics, opts.MaxPendingBytes)
 	}
