@@ -6,7 +6,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -194,8 +193,8 @@ func (d *daemon) watchEnd(ctx, lease, wctx context.Context, w *watcher.Watcher, 
 func (d *daemon) config() *plan.File {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	data, err := os.ReadFile(d.file.Path)
-	if err != nil || bytes.Equal(data, d.file.Source) {
+	data, changed := watcher.ReadIfChanged(d.file.Path, d.file.Source)
+	if !changed {
 		return d.file
 	}
 	f, err := plan.Parse(d.file.Path, data)

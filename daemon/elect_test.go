@@ -21,6 +21,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/internal/testenv"
+	"github.com/dynwatch/dynwatch/watcher"
 )
 
 // inTerm counts the goroutines whose stack runs through a term of leader
@@ -125,14 +126,14 @@ func TestLostLeaseWithoutStateStandsBy(t *testing.T) {
 	d, ns, ended := electing(t, fmt.Sprintf("[{name: out, webhook: {url: %q, retry: {max: 1000}}}]", down.URL))
 	testenv.WaitFor(t, "this replica to act and sync", 30*time.Second, func() bool {
 		w := d.current.Load()
-		return w != nil && w.Synced() && w.Manager().HasSynced()
+		return w != nil && w.Synced() // every informer, the CRD one included
 	})
 	w := d.current.Load()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "queued", Namespace: ns}}
 	if _, err := d.o.Kube.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, "the event to be queued", 30*time.Second, func() bool { return w.Queue("out").Stats().Enqueued == 1 })
+	testenv.WaitFor(t, "the event to be queued", 30*time.Second, func() bool { return queued(w, "out") == 1 })
 	steal(t, d.o.Kube, ns, "dynwatch")
 	testenv.WaitFor(t, "this replica to lose the Lease", 30*time.Second, func() bool { return !d.acting.Load() })
 	testenv.WaitFor(t, "this replica to lead again, or stop", 30*time.Second, func() bool {
@@ -142,6 +143,16 @@ func TestLostLeaseWithoutStateStandsBy(t *testing.T) {
 	if stopped, err := ended(); stopped {
 		t.Errorf("elect returned %v after the lost Lease; the replica should stand by", err)
 	}
+}
+
+// queued is how many of action's deliveries w holds, queued or in flight.
+func queued(w *watcher.Watcher, action string) int {
+	for _, s := range w.QueueSamples() {
+		if s.Action == action {
+			return s.Depth
+		}
+	}
+	return 0
 }
 
 // steal makes another replica the Lease's holder, as if it had taken over.

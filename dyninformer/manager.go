@@ -91,13 +91,26 @@ const (
 // Run, and for a watch that replaces one on another version of the same
 // resource, they are always known.
 func (m *Manager) Set(watches []Watch, lists Lists) (started []Started, epoch uint64) {
-	return m.SetThen(watches, lists, nil)
+	c := m.SetThen(watches, lists, nil)
+	return c.Started, c.Epoch
 }
 
-// SetThen is Set, and calls before (when not nil) with the watches it adds
-// before any of their informers starts: what the caller notes of them there is
-// in place when their first event comes.
-func (m *Manager) SetThen(watches []Watch, lists Lists, before func([]Started)) (started []Started, epoch uint64) {
+// Change is what one Set call changes: the epoch it gives the informers it
+// starts (the events of their initial lists carry it, see Replay) and those
+// informers.
+type Change struct {
+	Epoch   uint64
+	Started []Started
+}
+
+// SetThen is Set, and returns the change it made. before, when not nil, is
+// called with that change once the handler calls of the informers it stops
+// have ended and before any informer it adds starts: what the caller puts in
+// place there (the rules that apply from the change's epoch on, what it notes
+// of the new lists) is in place when their first event comes, and no event
+// of a stopped informer sees it. One call, so that the epoch the caller keys
+// its rules by is the one the new informers get.
+func (m *Manager) SetThen(watches []Watch, lists Lists, before func(Change)) Change {
 	m.mu.Lock()
 	started, epoch, stopped, added := m.setLocked(watches, lists)
 	m.mu.Unlock()
@@ -105,8 +118,9 @@ func (m *Manager) SetThen(watches []Watch, lists Lists, before func([]Started)) 
 	for _, e := range stopped {
 		e.calls.stop()
 	}
+	c := Change{Epoch: epoch, Started: started}
 	if before != nil {
-		before(started)
+		before(c)
 	}
 	// Only now do the new informers start: no event of a watch that replaces
 	// one (another version of the resource) comes before the last of the old.
@@ -117,7 +131,7 @@ func (m *Manager) SetThen(watches []Watch, lists Lists, before func([]Started)) 
 		}
 	}
 	m.mu.Unlock()
-	return started, epoch
+	return c
 }
 
 // setLocked is Set but for the wait and the start of the informers; m.mu is
@@ -249,11 +263,4 @@ func (m *Manager) start(e *entry) {
 		defer m.wg.Done()
 		e.informer.RunWithContext(ctx)
 	}()
-}
-
-// NextEpoch returns the epoch the next Set call will give the informers it starts.
-func (m *Manager) NextEpoch() uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.sets
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // members counts the queues the action set still holds for action.
-func (s *actionSet) count(action string) int {
+func (s *startedQueues) count(action string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.members[action])
@@ -27,10 +27,10 @@ func TestReplacedQueuesLeaveTheActionSet(t *testing.T) {
 	}
 	// Every replaced queue stops within moments (it has nothing to hand on).
 	deadline := time.Now().Add(10 * time.Second)
-	for r.w.set.count("a") > 1 && time.Now().Before(deadline) {
+	for r.w.acts.set.count("a") > 1 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := r.w.set.count("a"); n != 1 {
+	if n := r.w.acts.set.count("a"); n != 1 {
 		t.Errorf("after %d reloads that replaced action a's queue, the action set holds %d of its queues; want 1 (the current one)", reloads, n)
 	}
 }

@@ -6,10 +6,10 @@ package watcher
 // that backlog first, in order, before anything new. A renamed action is a
 // removal and an addition.
 
-// removedLocked notes the queue of an action a reload removed; w.mu is held.
-func (w *Watcher) removedLocked(name string, qr *queueRun) {
-	if w.durable != nil {
-		w.removed[name] = qr
+// removedLocked notes the queue of an action a reload removed; s.mu is held.
+func (s *actionSet) removedLocked(name string, qr *queueRun) {
+	if s.durable != nil {
+		s.removed[name] = qr
 	}
 }
 
@@ -18,17 +18,17 @@ func (w *Watcher) removedLocked(name string, qr *queueRun) {
 // reload removed it, and it may still be draining) stops at once and qr
 // starts only once it has, and the pager reads the name's durable queue again
 // from its start, once the old queue's last marks are on disk (what it
-// delivered is not read again). w.mu is held.
-func (w *Watcher) takeBacklogLocked(name string, qr *queueRun) {
-	if w.durable == nil {
+// delivered is not read again). s.mu is held.
+func (s *actionSet) takeBacklogLocked(name string, qr *queueRun) {
+	if s.durable == nil {
 		return
 	}
-	old := w.removed[name]
+	old := s.removed[name]
 	if old == nil {
-		w.durable.pager.restart(name, nil)
+		s.durable.pager.restart(name, nil)
 		return
 	}
-	delete(w.removed, name)
+	delete(s.removed, name)
 	// What old holds is on disk, and paged in again below: it stops and
 	// moves nothing to qr (else qr would hold those deliveries twice, an
 	// object's older events after its newer ones), and qr's Run waits for
@@ -37,11 +37,11 @@ func (w *Watcher) takeBacklogLocked(name string, qr *queueRun) {
 	old.q.Halt()
 	old.q.Follow(qr.q)
 	ready := make(chan struct{})
-	marks := w.durable.marks
+	marks := s.durable.marks
 	go func() {
 		<-old.q.Stopped()
 		marks.Flush() // old's marks, submitted before it stopped
 		close(ready)
 	}()
-	w.durable.pager.restart(name, ready)
+	s.durable.pager.restart(name, ready)
 }

@@ -35,11 +35,11 @@ func (w *Watcher) QueueSamples() []metrics.QueueSample {
 // memory: a page-in between the two would leave its events out of both.
 func (w *Watcher) sample(action string) (metrics.QueueSample, bool) {
 	if w.durable == nil {
-		return w.set.sample(action), false
+		return w.acts.set.sample(action), false
 	}
 	pg := w.durable.pager
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	a := pg.actions[action]
-	return w.set.sample(action), a != nil && a.spilled
+	return w.acts.set.sample(action), a != nil && a.spilled
 }

@@ -23,62 +23,6 @@ import (
 	"github.com/dynwatch/dynwatch/plan"
 )
 
-// crd returns a namespaced CRD of group with one version v1 and a free-form spec.
-func crd(group, plural, kind string) map[string]any {
-	return map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1",
-		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]any{"name": plural + "." + group},
-		"spec": map[string]any{
-			"group": group,
-			"scope": "Namespaced",
-			"names": map[string]any{"plural": plural, "singular": strings.ToLower(kind), "kind": kind},
-			"versions": []any{map[string]any{
-				"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{
-					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-				}},
-			}},
-		},
-	}
-}
-
-// createCRObject creates an object of a CRD that may not be served yet, retrying
-// while the API server still answers 404.
-func createCRObject(t *testing.T, gvr schema.GroupVersionResource, ns, name, kind string) {
-	t.Helper()
-	obj := map[string]any{"apiVersion": gvr.Group + "/" + gvr.Version, "kind": kind,
-		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": map[string]any{"n": int64(1)}}
-	waitUntil(t, "the CRD to be served", 30*time.Second, func() bool {
-		_, err := dyn(t).Resource(gvr).Namespace(ns).Create(t.Context(), unstructuredOf(obj), metav1.CreateOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Fatalf("create %s: %v", name, err)
-		}
-		return err == nil
-	})
-}
-
-// deleteCRD deletes a CRD and waits until it is gone.
-func deleteCRD(t *testing.T, name string) {
-	t.Helper()
-	if err := dyn(t).Resource(crdGVR).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "the CRD to be gone", 60*time.Second, func() bool {
-		_, err := dyn(t).Resource(crdGVR).Get(t.Context(), name, getOpts)
-		return apierrors.IsNotFound(err)
-	})
-}
-
-func watching(w *Watcher, gvr schema.GroupVersionResource) bool {
-	for _, k := range w.Manager().Watches() {
-		if k.GVR == gvr {
-			return true
-		}
-	}
-	return false
-}
-
 // A rule on a glob group watches a CRD installed after start within 10s, every
 // object of it firing add; deleting the CRD stops the informer; re-creating it
 // brings events back.

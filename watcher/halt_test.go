@@ -2,29 +2,9 @@ package watcher
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/dynwatch/dynwatch/event"
 )
-
-// hookConfig is a config whose rule on ConfigMaps in ns sends to the named
-// webhook actions, each to its receiver; timeout sets every action's timeout
-// (a change of it replaces the action's queue). The shutdown grace is long:
-// a queue that drains at the end would deliver.
-func hookConfig(ns, timeout string, hooks map[string]*receiver, names ...string) string {
-	actions := ""
-	for _, n := range names {
-		actions += fmt.Sprintf("  - {name: %s, webhook: {url: %q, timeout: %s, retry: {max: 1000, initialBackoff: 50ms, maxBackoff: 200ms}}}\n", n, hooks[n].srv.URL, timeout)
-	}
-	return fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
-shutdownGrace: 30s
-actions:
-%srules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [%s]}]
-`, actions, ns, strings.Join(names, ", "))
-}
 
 // stopRun stops r's watcher and waits for its Run to return: every queue has
 // then stopped, those that drain included. Halted without state, the events
@@ -82,12 +62,4 @@ func TestReloadAfterHaltDeliversNothing(t *testing.T) {
 			t.Errorf("action %s delivered %d events after the halt: %s", name, len(got), names(got))
 		}
 	}
-}
-
-func names(ps []event.Payload) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.Name + " " + string(p.Type)
-	}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -377,4 +379,137 @@ func informerClient(t testing.TB, cfg *rest.Config) *dyninformer.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// receiver is a loopback webhook receiver that can be down (503) and records
+// what it accepted.
+type receiver struct {
+	srv  *httptest.Server
+	down atomic.Bool
+	mu   sync.Mutex
+	got  []event.Payload
+}
+
+func newReceiver(t *testing.T) *receiver {
+	rc := &receiver{}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rc.down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		var pl event.Payload
+		if err := json.NewDecoder(r.Body).Decode(&pl); err != nil {
+			t.Errorf("bad body: %v", err)
+		}
+		rc.mu.Lock()
+		rc.got = append(rc.got, pl)
+		rc.mu.Unlock()
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) payloads() []event.Payload {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]event.Payload(nil), rc.got...)
+}
+
+func (rc *receiver) config(ns, timeout string) string {
+	return fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+shutdownGrace: 500ms
+actions: [{name: hook, webhook: {url: %q, timeout: %s, retry: {max: 100, initialBackoff: 50ms, maxBackoff: 200ms}}}]
+rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [hook]}]
+`, rc.srv.URL, timeout, ns)
+}
+
+func reload(t *testing.T, r *running, config string) {
+	t.Helper()
+	file, err := plan.Parse(t.Name()+".yaml", []byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.w.Reload(file); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hookConfig is a config whose rule on ConfigMaps in ns sends to the named
+// webhook actions, each to its receiver; timeout sets every action's timeout
+// (a change of it replaces the action's queue). The shutdown grace is long:
+// a queue that drains at the end would deliver.
+func hookConfig(ns, timeout string, hooks map[string]*receiver, names ...string) string {
+	actions := ""
+	for _, n := range names {
+		actions += fmt.Sprintf("  - {name: %s, webhook: {url: %q, timeout: %s, retry: {max: 1000, initialBackoff: 50ms, maxBackoff: 200ms}}}\n", n, hooks[n].srv.URL, timeout)
+	}
+	return fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+shutdownGrace: 30s
+actions:
+%srules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [%s]}]
+`, actions, ns, strings.Join(names, ", "))
+}
+
+func names(ps []event.Payload) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Name + " " + string(p.Type)
+	}
+	return out
+}
+
+// crd returns a namespaced CRD of group with one version v1 and a free-form spec.
+func crd(group, plural, kind string) map[string]any {
+	return map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]any{"name": plural + "." + group},
+		"spec": map[string]any{
+			"group": group,
+			"scope": "Namespaced",
+			"names": map[string]any{"plural": plural, "singular": strings.ToLower(kind), "kind": kind},
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{
+					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+				}},
+			}},
+		},
+	}
+}
+
+// createCRObject creates an object of a CRD that may not be served yet, retrying
+// while the API server still answers 404.
+func createCRObject(t *testing.T, gvr schema.GroupVersionResource, ns, name, kind string) {
+	t.Helper()
+	obj := map[string]any{"apiVersion": gvr.Group + "/" + gvr.Version, "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": map[string]any{"n": int64(1)}}
+	waitUntil(t, "the CRD to be served", 30*time.Second, func() bool {
+		_, err := dyn(t).Resource(gvr).Namespace(ns).Create(t.Context(), unstructuredOf(obj), metav1.CreateOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		return err == nil
+	})
+}
+
+// deleteCRD deletes a CRD and waits until it is gone.
+func deleteCRD(t *testing.T, name string) {
+	t.Helper()
+	if err := dyn(t).Resource(crdGVR).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the CRD to be gone", 60*time.Second, func() bool {
+		_, err := dyn(t).Resource(crdGVR).Get(t.Context(), name, getOpts)
+		return apierrors.IsNotFound(err)
+	})
+}
+
+func watching(w *Watcher, gvr schema.GroupVersionResource) bool {
+	for _, k := range w.Manager().Watches() {
+		if k.GVR == gvr {
+			return true
+		}
+	}
+	return false
 }

@@ -63,7 +63,7 @@ rules: [{name: r, resources: [{kind: ConfigMap}], actions: [out]}]
 		}
 		go w.durable.commits.Run()
 		w.pipe.Store(&pipeline{file: file, log: w.log, index: map[schema.GroupVersionResource][]*rules.Rule{key.GVR: file.Rules},
-			queues: queueMap(w.queues), paths: map[schema.GroupVersionResource][]string{key.GVR: recordPaths(file.Rules)}})
+			queues: queueMap(w.acts.queues), paths: map[schema.GroupVersionResource][]string{key.GVR: recordPaths(file.Rules)}})
 		return w, s
 	}
 	w, s := open()

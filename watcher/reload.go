@@ -5,16 +5,89 @@ import (
 	"context"
 	"errors"
 	"os"
+	"reflect"
 	"time"
 
 	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/plan"
+	"github.com/dynwatch/dynwatch/rules"
 )
 
-// ReloadFile loads and validates the config at path and, if it is valid, runs it
-// from now on (see Reload). If it is not, every problem is logged and the running
+// reload runs file from now on. Only the difference is applied: informers for
+// resources no longer selected stop, new ones start, and those still needed keep
+// running without listing again; actions whose spec is unchanged keep their
+// queues. The caller has validated file.
+func (w *Watcher) reload(file *plan.File) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	queues, err := w.acts.buildQueues(file)
+	if err != nil {
+		return err
+	}
+	diff := diffFiles(w.File(), file, func(name string) bool { return w.acts.queues[name] == queues[name] })
+	retired := w.acts.handOff(queues, file)
+	if !reflect.DeepEqual(file.Config.State, w.File().Config.State) {
+		w.log.Warn("state changed in the config: it applies after a restart")
+	}
+	if file.Config.Defaults.Resync != w.File().Config.Defaults.Resync {
+		w.log.Warn("defaults.resync changed: it applies to informers started from now on")
+	}
+	if w.src.cat == nil {
+		w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues)})
+	} else {
+		w.applyReloadLocked(file, diff)
+	}
+	// Only now that events go to the new queues are removed actions retired.
+	w.acts.retire(retired)
+	return nil
+}
+
+// applyReloadLocked applies a reloaded file's rules to the running watches;
+// w.mu is held.
+func (w *Watcher) applyReloadLocked(file *plan.File, diff reloadDiff) {
+	added := map[string]bool{}
+	for _, r := range file.Rules {
+		if w.File().Rule(r.Name) == nil {
+			added[r.Name] = true
+		}
+	}
+	mgr := w.src.mgr
+	diff.watchesBefore = mgr.Watches()
+	ch := w.applyLocked(change{file: file, cat: w.src.cat, lists: dyninformer.ListsKnown, added: added})
+	w.log.Info("config reloaded", append([]any{"config", file.Path, "rules", len(file.Rules), "actions", len(file.Config.Actions)},
+		diff.attrs(mgr.Watches())...)...)
+	// Informers that keep running do not list again: an added rule with
+	// onStart: all sees their objects from the cache instead.
+	fresh := map[dyninformer.Key]bool{}
+	for _, s := range ch.Started {
+		fresh[s.Key()] = true
+	}
+	p := w.pipe.Load()
+	for _, k := range mgr.Watches() {
+		if !fresh[k] && wantsReplay(p.index[k.GVR], added, k) {
+			// Synchronous: the handler only enqueues (or submits to the commit
+			// loop), neither of which needs w.mu.
+			mgr.Replay(k, ch.Epoch)
+		}
+	}
+}
+
+// wantsReplay reports whether a rule a reload added, with onStart: all, covers
+// the running watch k: it then sees the objects k's cache holds.
+func wantsReplay(rs []*rules.Rule, added map[string]bool, k dyninformer.Key) bool {
+	for _, r := range rs {
+		if added[r.Name] && r.OnStart == config.OnStartAll && (k.Namespace == "" || r.InNamespace(k.Namespace)) {
+			return true
+		}
+	}
+	return false
+}
+
+// reloadFile loads and validates the config at path and, if it is valid, runs it
+// from now on (see reload). If it is not, every problem is logged and the running
 // config stays.
-func (w *Watcher) ReloadFile(path string) error {
+func (w *Watcher) reloadFile(path string) error {
 	file, err := plan.Load(path)
 	if err != nil {
 		var ps config.Problems
@@ -29,7 +102,7 @@ func (w *Watcher) ReloadFile(path string) error {
 		w.metrics.Reloaded(false)
 		return err
 	}
-	if err := w.Reload(file); err != nil {
+	if err := w.reload(file); err != nil {
 		w.log.Error("config not reloaded: the running config stays", "config", path, "err", err)
 		w.metrics.Reloaded(false)
 		return err
@@ -40,9 +113,8 @@ func (w *Watcher) ReloadFile(path string) error {
 
 // FollowConfig reloads the config at path on every signal from hup and whenever
 // the file's content differs from the running config's and from the last one
-// tried (checked every interval; content, not modification time, so that a
-// ConfigMap's symlink swap counts and a touch does not, and a bad file is
-// reported once, not at every check). It returns when ctx is done.
+// tried (checked every interval, see ReadIfChanged; a bad file is reported
+// once, not at every check). It returns when ctx is done.
 func (w *Watcher) FollowConfig(ctx context.Context, path string, interval time.Duration, hup <-chan struct{}) {
 	last := w.File().Source
 	t := time.NewTicker(interval)
@@ -54,13 +126,25 @@ func (w *Watcher) FollowConfig(ctx context.Context, path string, interval time.D
 		case <-hup:
 			w.log.Info("SIGHUP: reloading the config", "config", path)
 		case <-t.C:
-			cur, err := os.ReadFile(path)
-			if err != nil || bytes.Equal(cur, last) {
+			if _, changed := ReadIfChanged(path, last); !changed {
 				continue
 			}
 			w.log.Info("config file changed: reloading", "config", path)
 		}
 		last, _ = os.ReadFile(path)
-		_ = w.ReloadFile(path)
+		_ = w.reloadFile(path)
 	}
+}
+
+// ReadIfChanged reads the config file at path and reports whether it could be
+// read and its content differs from seen, the content last loaded or tried.
+// Content, not modification time: a ConfigMap's symlink swap counts, a touch
+// does not. It is the one test of a changed config file, for the reloads of a
+// running watcher and for a replica that comes to lead.
+func ReadIfChanged(path string, seen []byte) ([]byte, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil || bytes.Equal(data, seen) {
+		return nil, false
+	}
+	return data, true
 }

@@ -173,3 +173,23 @@ rules:
 		t.Errorf("events %v, want %v", count, want)
 	}
 }
+
+// ReadIfChanged, the one test of a changed config file, goes by content: the
+// same bytes are no change, other bytes are, and a file that cannot be read
+// is none (the running config stays).
+func TestReadIfChanged(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, changed := ReadIfChanged(path, []byte("a")); changed || data != nil {
+		t.Errorf("same content: %q, %v; want no change", data, changed)
+	}
+	if data, changed := ReadIfChanged(path, []byte("b")); !changed || string(data) != "a" {
+		t.Errorf("other content: %q, %v; want %q, a change", data, changed, "a")
+	}
+	if data, changed := ReadIfChanged(filepath.Join(t.TempDir(), "gone.yaml"), []byte("a")); changed || data != nil {
+		t.Errorf("no file: %q, %v; want no change", data, changed)
+	}
+}

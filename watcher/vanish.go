@@ -30,15 +30,16 @@ type vanishedWatch struct {
 	at  time.Time
 }
 
-// setWatchesLocked makes the running informers match watches, and with state
-// notes their lists for the comparison with the records. A refresh of
-// discovery (lists ListsNew) that drops a watched resource notes it as
-// vanished; a resource back within vanishGrace starts with known lists,
-// compared with its records as at a restart, while resources not watched
-// before start as new. w.mu is held.
-func (w *Watcher) setWatchesLocked(watches []dyninformer.Watch, lists dyninformer.Lists) ([]dyninformer.Started, uint64) {
+// setWatchesLocked makes the running informers match watches, calling before
+// as dyninformer.Manager.SetThen does, and with state notes their lists for
+// the comparison with the records. A refresh of discovery (lists ListsNew)
+// that drops a watched resource notes it as vanished; a resource back within
+// vanishGrace starts with known lists, compared with its records as at a
+// restart, while resources not watched before start as new (a second step:
+// before is called at each). w.mu is held.
+func (w *Watcher) setWatchesLocked(watches []dyninformer.Watch, lists dyninformer.Lists, before func(dyninformer.Change)) dyninformer.Change {
 	if w.durable == nil {
-		return w.mgr.Set(watches, lists)
+		return w.src.mgr.SetThen(watches, lists, before)
 	}
 	now := time.Now()
 	watching := w.noteVanishedLocked(watches, lists, now)
@@ -46,10 +47,10 @@ func (w *Watcher) setWatchesLocked(watches []dyninformer.Watch, lists dyninforme
 	back := false
 	for _, wt := range watches {
 		s := scopeOf(wt.Key())
-		v, vanished := w.vanished[s]
+		v, vanished := w.src.vanished[s]
 		if vanished && !watching[s] {
 			back = true
-			delete(w.vanished, s)
+			delete(w.src.vanished, s)
 			w.log.Info("resource back in discovery: its list is compared with its records, as at a restart", "resource", wt.Key().String(), "after", now.Sub(v.at).Round(time.Millisecond).String())
 		}
 		if watching[s] || vanished {
@@ -57,22 +58,27 @@ func (w *Watcher) setWatchesLocked(watches []dyninformer.Watch, lists dyninforme
 		}
 	}
 	if lists != dyninformer.ListsNew || !back {
-		return w.setListingLocked(watches, lists)
+		return w.setListingLocked(watches, lists, before)
 	}
-	started, _ := w.setListingLocked(known, dyninformer.ListsKnown)
-	more, epoch := w.setListingLocked(watches, dyninformer.ListsNew)
-	return append(started, more...), epoch
+	first := w.setListingLocked(known, dyninformer.ListsKnown, before)
+	more := w.setListingLocked(watches, dyninformer.ListsNew, before)
+	more.Started = append(first.Started, more.Started...)
+	return more
 }
 
-// setListingLocked is the manager's Set, with the lists of the watches it
-// adds noted for the comparison with the records before their informers
-// start: no object of a first list comes before its listing. w.mu is held.
-func (w *Watcher) setListingLocked(watches []dyninformer.Watch, lists dyninformer.Lists) ([]dyninformer.Started, uint64) {
-	started, epoch := w.mgr.SetThen(watches, lists, func(s []dyninformer.Started) { w.durable.startListing(s, lists) })
+// setListingLocked is the manager's SetThen, with the lists of the watches it
+// adds noted for the comparison with the records (after before) before their
+// informers start: no object of a first list comes before its listing. w.mu
+// is held.
+func (w *Watcher) setListingLocked(watches []dyninformer.Watch, lists dyninformer.Lists, before func(dyninformer.Change)) dyninformer.Change {
+	ch := w.src.mgr.SetThen(watches, lists, func(c dyninformer.Change) {
+		before(c)
+		w.durable.startListing(c.Started, lists)
+	})
 	if w.durable.afterStart != nil {
 		w.durable.afterStart()
 	}
-	return started, epoch
+	return ch
 }
 
 // noteVanishedLocked notes, on a refresh of discovery, the running watches
@@ -88,20 +94,20 @@ func (w *Watcher) noteVanishedLocked(watches []dyninformer.Watch, lists dyninfor
 	}
 	var crdGone map[groupResource]bool // resources whose CRD was deleted: gone, not flapping
 	if lists == dyninformer.ListsNew {
-		crdGone = w.crdDeleted.take(served, now, w.vanishGrace)
+		crdGone = w.src.crdDeleted.take(served, now, w.src.vanishGrace)
 	}
 	watching := map[scopeKey]bool{}
-	for _, k := range w.mgr.Watches() {
+	for _, k := range w.src.mgr.Watches() {
 		s := scopeOf(k)
 		watching[s] = true
 		if lists == dyninformer.ListsNew && !wanted[s] && !crdGone[groupResource{s.group, s.resource}] {
-			w.vanished[s] = vanishedWatch{key: k, at: now}
-			w.log.Info("resource left discovery; its records are kept in case it comes back", "resource", k.String(), "for", w.vanishGrace.String())
+			w.src.vanished[s] = vanishedWatch{key: k, at: now}
+			w.log.Info("resource left discovery; its records are kept in case it comes back", "resource", k.String(), "for", w.src.vanishGrace.String())
 		}
 	}
-	for s, v := range w.vanished {
-		if now.Sub(v.at) >= w.vanishGrace || crdGone[groupResource{s.group, s.resource}] {
-			delete(w.vanished, s)
+	for s, v := range w.src.vanished {
+		if now.Sub(v.at) >= w.src.vanishGrace || crdGone[groupResource{s.group, s.resource}] {
+			delete(w.src.vanished, s)
 		}
 	}
 	return watching
@@ -110,8 +116,8 @@ func (w *Watcher) noteVanishedLocked(watches []dyninformer.Watch, lists dyninfor
 // vanishedKeysLocked returns the watches that vanished within vanishGrace:
 // their records and baselines are kept. w.mu is held.
 func (w *Watcher) vanishedKeysLocked() []dyninformer.Key {
-	out := make([]dyninformer.Key, 0, len(w.vanished))
-	for _, v := range w.vanished {
+	out := make([]dyninformer.Key, 0, len(w.src.vanished))
+	for _, v := range w.src.vanished {
 		out = append(out, v.key)
 	}
 	return out

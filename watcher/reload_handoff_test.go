@@ -2,74 +2,16 @@ package watcher
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dynwatch/dynwatch/event"
-	"github.com/dynwatch/dynwatch/plan"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
-
-// receiver is a loopback webhook receiver that can be down (503) and records
-// what it accepted.
-type receiver struct {
-	srv  *httptest.Server
-	down atomic.Bool
-	mu   sync.Mutex
-	got  []event.Payload
-}
-
-func newReceiver(t *testing.T) *receiver {
-	rc := &receiver{}
-	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rc.down.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		var pl event.Payload
-		if err := json.NewDecoder(r.Body).Decode(&pl); err != nil {
-			t.Errorf("bad body: %v", err)
-		}
-		rc.mu.Lock()
-		rc.got = append(rc.got, pl)
-		rc.mu.Unlock()
-	}))
-	t.Cleanup(rc.srv.Close)
-	return rc
-}
-
-func (rc *receiver) payloads() []event.Payload {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]event.Payload(nil), rc.got...)
-}
-
-func (rc *receiver) config(ns, timeout string) string {
-	return fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
-shutdownGrace: 500ms
-actions: [{name: hook, webhook: {url: %q, timeout: %s, retry: {max: 100, initialBackoff: 50ms, maxBackoff: 200ms}}}]
-rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], actions: [hook]}]
-`, rc.srv.URL, timeout, ns)
-}
-
-func reload(t *testing.T, r *running, config string) {
-	t.Helper()
-	file, err := plan.Parse(t.Name()+".yaml", []byte(config))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.w.Reload(file); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // A reload that changes only a webhook's timeout while its receiver is down
 // keeps the backlog: once the receiver is back every event arrives, in order

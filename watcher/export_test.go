@@ -1,0 +1,26 @@
+package watcher
+
+import (
+	"github.com/dynwatch/dynwatch/action"
+	"github.com/dynwatch/dynwatch/dyninformer"
+	"github.com/dynwatch/dynwatch/plan"
+)
+
+// Hooks for this package's tests only.
+
+// Manager returns the informer manager of the watched set.
+func (w *Watcher) Manager() *dyninformer.Manager { return w.src.mgr }
+
+// Queue returns the named action's current queue.
+func (w *Watcher) Queue(name string) *action.Queue { return w.pipe.Load().queues[name] }
+
+// Refresh reads discovery and makes the watched set match it, as the refresh
+// loop does.
+func (w *Watcher) Refresh() { w.refresh() }
+
+// Reload runs file from now on, as a reload of the followed config does.
+func (w *Watcher) Reload(file *plan.File) error { return w.reload(file) }
+
+// ReloadFile loads the config at path and runs it if it is valid, as a reload
+// of the followed config does.
+func (w *Watcher) ReloadFile(path string) error { return w.reloadFile(path) }

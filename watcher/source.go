@@ -1,0 +1,153 @@
+package watcher
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	k8sdiscovery "k8s.io/client-go/discovery"
+
+	"github.com/dynwatch/dynwatch/discovery"
+	"github.com/dynwatch/dynwatch/dyninformer"
+	"github.com/dynwatch/dynwatch/event"
+)
+
+// crdResource is the resource dynwatch watches to learn about new and deleted
+// CRDs without waiting for the periodic discovery refresh.
+var crdResource = event.Resource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions", Kind: "CustomResourceDefinition"}
+
+// source is one cluster as the watcher sees it: its discovery, the informers
+// of the watched set, the CRD watch that says when to read discovery again,
+// the refresh loop, and the first catalog. The watcher decides what to watch
+// (rules against the source's catalog); the source runs it. A second cluster
+// is a second source: its own discovery, informers and refresh loop, feeding
+// the same pipeline.
+type source struct {
+	disc    k8sdiscovery.DiscoveryInterface
+	log     *slog.Logger
+	refresh time.Duration
+	mgr     *dyninformer.Manager // the watched set
+	crds    *dyninformer.Manager // the CRD watch
+	kicks   chan struct{}        // asks for a discovery refresh
+
+	// crdDeleted notes the CRDs the CRD watch saw deleted: their resources
+	// are not kept for vanishGrace.
+	crdDeleted deletedCRDs
+	// The watcher's mu guards the rest. cat is the catalog the watched set
+	// was last matched to; vanished holds, with state, the watches whose
+	// resource discovery stopped serving, for vanishGrace (tests shorten it):
+	// see vanish.go.
+	cat         *discovery.Catalog
+	vanished    map[scopeKey]vanishedWatch
+	vanishGrace time.Duration
+}
+
+// sourceOptions configure a source.
+type sourceOptions struct {
+	resync  time.Duration // the informers' resync period
+	refresh time.Duration // how often discovery is read again
+	log     *slog.Logger
+}
+
+// newSource returns the source of the cluster that client and disc reach,
+// whose informers hand every event to handler. It watches CRDs from the
+// start; the watched set is empty until the watcher sets it.
+func newSource(client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface, handler dyninformer.Handler, opts sourceOptions) *source {
+	s := &source{disc: disc, log: opts.log, refresh: opts.refresh, kicks: make(chan struct{}, 1),
+		vanished: map[scopeKey]vanishedWatch{}, vanishGrace: vanishGrace}
+	s.mgr = dyninformer.NewManager(client, handler, dyninformer.Options{Resync: opts.resync, Logger: opts.log})
+	s.crds = dyninformer.NewManager(client, func(_ dyninformer.Key, ev *event.Event) {
+		if ev.Type == event.Delete {
+			s.crdDeleted.note(ev.Name, time.Now())
+		}
+		s.kick()
+	}, dyninformer.Options{Logger: opts.log})
+	_, _ = s.crds.Set([]dyninformer.Watch{{Resource: crdResource}}, dyninformer.ListsKnown)
+	return s
+}
+
+// run runs the informers, the CRD watch and the refresh loop, which calls
+// refresh, until ctx is done; it returns once every goroutine of theirs has
+// exited, with what the informers' Run returned.
+func (s *source) run(ctx context.Context, refresh func()) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = s.crds.Run(ctx) })
+	wg.Go(func() { s.refreshLoop(ctx, refresh) })
+	err := s.mgr.Run(ctx) // returns once every informer goroutine is gone
+	wg.Wait()
+	return err
+}
+
+// synced reports whether every informer, the CRD one included, has listed once.
+func (s *source) synced() bool { return s.mgr.HasSynced() && s.crds.HasSynced() }
+
+// statuses returns every watch's health, the CRD watch included.
+func (s *source) statuses() []dyninformer.Status {
+	return append(s.mgr.Statuses(), s.crds.Statuses()...)
+}
+
+// load reads discovery once.
+func (s *source) load() (*discovery.Catalog, error) { return discovery.Load(s.disc) }
+
+// firstCatalog reads discovery until it succeeds or ctx ends (then nil): an API
+// server that cannot be reached is logged at WARN at once, then again at most
+// every minute with how long it has been, and retried with backoff.
+func (s *source) firstCatalog(ctx context.Context) *discovery.Catalog {
+	start, warned := time.Now(), time.Time{}
+	delay := 500 * time.Millisecond
+	for {
+		cat, err := s.load()
+		if err == nil {
+			if !warned.IsZero() {
+				s.log.Info("API server reached", "after", time.Since(start).Round(time.Second).String())
+			}
+			return cat
+		}
+		if time.Since(warned) >= time.Minute {
+			warned = time.Now()
+			s.log.Warn("cannot reach the API server; retrying", "for", time.Since(start).Round(time.Second).String(), "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 15*time.Second)
+	}
+}
+
+// kick asks for a discovery refresh soon; it never blocks.
+func (s *source) kick() {
+	select {
+	case s.kicks <- struct{}{}:
+	default:
+	}
+}
+
+// refreshLoop calls refresh, which reads discovery again, when a CRD changes
+// (after a short pause that gathers a burst of changes, and once more a
+// little later, as a new CRD's API can be served a moment after the CRD says
+// Established) and periodically, for aggregated APIs.
+func (s *source) refreshLoop(ctx context.Context, refresh func()) {
+	tick := time.NewTicker(s.refresh)
+	defer tick.Stop()
+	var again <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kicks:
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			again = time.After(2 * time.Second)
+		case <-again:
+			again = nil
+		case <-tick.C:
+		}
+		refresh()
+	}
+}
