@@ -210,21 +210,7 @@ func (w *Watcher) newQueue(a *action.Action) (*queueRun, error) {
 		// Accepted events are on disk: the memory queue refuses none, and what
 		// is left at shutdown is delivered after the next start.
 		opts.Size, opts.Durable = math.MaxInt, true
-		name, marks := a.Spec.Name, w.durable.marks
-		opts.Done = func(d *event.Delivery) {
-			if d.Seq == 0 {
-				return
-			}
-			// Through a committer of their own, not behind the events' group
-			// commits: the window in which a crash makes a delivery happen
-			// again stays one fsync long, and marks that come together share it.
-			seq, id := d.Seq, d.Payload.ID
-			marks.Submit(0, func(tx *state.Tx) error { return tx.Done(name, seq) }, func(err error) {
-				if err != nil && !errors.Is(err, state.ErrGivenUp) { // given up: logged once, with the count
-					w.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", id, "err", err)
-				}
-			})
-		}
+		opts.Done = w.durable.outbox.of(a.Spec.Name).Done
 	}
 	return &queueRun{spec: a.Spec, closer: closer, q: action.NewQueue(a.Spec.Name, sender, opts)}, nil
 }
