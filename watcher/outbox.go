@@ -37,11 +37,14 @@ func (o *outbox) put(tx *state.Tx, rs []routed) error {
 // for the pager to read (see pager.offer).
 func (o *outbox) offer(rs []routed) { o.pager.offer(rs) }
 
+var _ interface{ Done(*event.Delivery) } = actionOutbox{}
+
 // of returns the named action's outbox, which its queue tells when it is done
 // with a delivery.
 func (o *outbox) of(action string) actionOutbox { return actionOutbox{action: action, o: o} }
 
-// actionOutbox is one action's durable queue, as its action.Queue sees it.
+// actionOutbox is one action's durable queue, as its action.Queue sees it:
+// what the queue tells when it is done with a delivery.
 type actionOutbox struct {
 	action string
 	o      *outbox
