@@ -262,47 +262,14 @@ func (d *durable) finishListing(k dyninformer.Key) {
 		d.beforeCompare(k)
 	}
 	p := d.pipe.Load()
-	res := recordsOf(l.res.Group, l.res.Resource)
-	scope := res.In(k.Namespace)
 	var committed []routed
 	var listed int
 	d.commits.Submit(0, func(tx *state.Tx) error {
-		// What was seen is read here, in the committer, not when the list
-		// ended: a live add marks its object seen before it submits its
-		// record, so every record written before this comparison is of an
-		// object seen, and none is taken for one that went while dynwatch
-		// was down.
-		d.mu.Lock()
-		seen := maps.Clone(l.seen)
-		d.mu.Unlock()
-		records := map[string]string{}
-		if err := tx.ForEachName(res, func(uid, ns, _ string) error { records[uid] = ns; return nil }); err != nil {
+		out, n, err := d.compareRecords(tx, p, l, k)
+		if err != nil {
 			return err
 		}
-		gone := restart.Vanished(records, seen, scope)
-		var evs []*event.Event
-		if l.diff && l.baseline {
-			for _, uid := range gone {
-				rec, err := tx.Get(res, uid)
-				if err != nil {
-					return err
-				}
-				evs = append(evs, restart.Gone(l.res, uid, rec, l.found(), time.Now()))
-			}
-		}
-		out := routeAll(p, k.GVR, evs)
-		if err := d.outbox.put(tx, out); err != nil {
-			return err
-		}
-		for _, uid := range gone {
-			if err := tx.Delete(res, uid); err != nil {
-				return err
-			}
-		}
-		if err := tx.SetBaseline(scope); err != nil {
-			return err
-		}
-		committed, listed = out, len(seen)
+		committed, listed = out, n
 		return nil
 	}, func(err error) {
 		d.forget(k) // only now is the watch synced, records included
@@ -318,6 +285,48 @@ func (d *durable) finishListing(k dyninformer.Key) {
 		d.logListed(k, l, listed, len(committed))
 		d.outbox.offer(committed)
 	})
+}
+
+// compareRecords is the comparison of a complete list with the records, in
+// tx: the records of objects the list did not see go, each firing a replayed
+// delete when the list is compared, and the scope gets its baseline. It
+// returns the deliveries (persisted in tx) and how many objects were listed.
+func (d *durable) compareRecords(tx *state.Tx, p *pipeline, l *listing, k dyninformer.Key) ([]routed, int, error) {
+	res := recordsOf(l.res.Group, l.res.Resource)
+	scope := res.In(k.Namespace)
+	// What was seen is read here, in the committer, not when the list
+	// ended: a live add marks its object seen before it submits its
+	// record, so every record written before this comparison is of an
+	// object seen, and none is taken for one that went while dynwatch
+	// was down.
+	d.mu.Lock()
+	seen := maps.Clone(l.seen)
+	d.mu.Unlock()
+	records := map[string]string{}
+	if err := tx.ForEachName(res, func(uid, ns, _ string) error { records[uid] = ns; return nil }); err != nil {
+		return nil, 0, err
+	}
+	gone := restart.Vanished(records, seen, scope)
+	var evs []*event.Event
+	if l.diff && l.baseline {
+		for _, uid := range gone {
+			rec, err := tx.Get(res, uid)
+			if err != nil {
+				return nil, 0, err
+			}
+			evs = append(evs, restart.Gone(l.res, uid, rec, l.found(), time.Now()))
+		}
+	}
+	out := routeAll(p, k.GVR, evs)
+	if err := d.outbox.put(tx, out); err != nil {
+		return nil, 0, err
+	}
+	for _, uid := range gone {
+		if err := tx.Delete(res, uid); err != nil {
+			return nil, 0, err
+		}
+	}
+	return out, len(seen), tx.SetBaseline(scope)
 }
 
 // logListed says how a list compared with the records; deletesReplayed counts the
