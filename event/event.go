@@ -118,13 +118,10 @@ type Event struct {
 	// the watched set apart (0: those started with dynwatch), so that a reload
 	// can let only the rules it added fire on them.
 	Epoch uint64
-	// OldValues, on replayed updates, are the values recorded before the
-	// restart at every path the rules read (raw JSON, or a Digest for a
-	// redacted path): all that is known of the old state. OldObject then holds
-	// those of them that a plain path can rebuild.
-	OldValues map[string]json.RawMessage
-	// DigestKey is the key of the digests among OldValues: the state file's.
-	DigestKey DigestKey
+	// Recorded, on replayed updates, is what was recorded before the restart
+	// at every path the rules read: all that is known of the old state.
+	// OldObject then holds those values that a plain path can rebuild.
+	Recorded Recorded
 	// Time is when dynwatch saw the event.
 	Time time.Time
 

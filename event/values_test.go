@@ -1,44 +1,36 @@
 package event
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
+	"slices"
 	"testing"
 )
 
-// A digest is an HMAC under the file's key; a digest an older dynwatch
-// recorded (plain SHA-256) still compares, so an upgrade replays no change
-// that did not happen.
-func TestDigestIsKeyed(t *testing.T) {
+// recorded is a Recorded of values kept in clear.
+type recorded map[string]string
+
+func (r recorded) Same(path, raw string) bool { return r[path] == raw }
+
+func (r recorded) Paths() []string {
+	var out []string
+	for p := range r {
+		out = append(out, p)
+	}
+	return out
+}
+
+// A replayed update compares with what was recorded, path by path, not with
+// its old object; a live update compares its objects.
+func TestDiffersReadsTheRecordOnReplay(t *testing.T) {
 	t.Parallel()
-	const raw = `"aHVudGVyMg=="`
-	a, b := DigestKey("key one"), DigestKey("key two")
-	if string(a.Digest(raw)) == string(b.Digest(raw)) {
-		t.Error("digests under two keys are equal")
+	ev := &Event{Type: Update, Object: []byte(`{"a":1,"b":2,"c":3}`), OldObject: []byte(`{"a":1,"b":2,"c":3}`)}
+	if ev.Differs("a") || ev.ChangedRecorded() != nil {
+		t.Error("a live update with equal objects differs")
 	}
-	sum := sha256.Sum256([]byte(raw))
-	if string(a.Digest(raw)) == `{"$dynwatchHMAC":"`+hex.EncodeToString(sum[:])+`"}` {
-		t.Error("the digest is the plain SHA-256")
+	ev.Recorded = recorded{"a": "1", "b": "5", "c": "3"}
+	if !ev.Differs("b") || ev.Differs("a") {
+		t.Error("a replayed update does not compare with its record")
 	}
-	legacy := json.RawMessage(`{"$dynwatchSHA256":"` + hex.EncodeToString(sum[:]) + `"}`)
-	for _, c := range []struct {
-		name     string
-		recorded json.RawMessage
-		raw      string
-		want     bool
-	}{
-		{"own digest", a.Digest(raw), raw, true},
-		{"own digest, new value", a.Digest(raw), `"b3RoZXI="`, false},
-		{"another key's digest", b.Digest(raw), raw, false},
-		{"legacy digest", legacy, raw, true},
-		{"legacy digest, new value", legacy, `"b3RoZXI="`, false},
-		{"clear value", json.RawMessage(`3`), `3`, true},
-		{"missing both", nil, "", true},
-		{"missing now", a.Digest(raw), "", false},
-	} {
-		if got := a.Same(c.recorded, c.raw); got != c.want {
-			t.Errorf("%s: Same = %v, want %v", c.name, got, c.want)
-		}
+	if got := ev.ChangedRecorded(); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("changed %v, want [b]", got)
 	}
 }

@@ -33,7 +33,7 @@ func Prepare(red *Redactor, ev *event.Event) *Prepared {
 	}
 	switch {
 	case ev.Type != event.Update:
-	case ev.OldValues != nil:
+	case ev.Recorded != nil:
 		p.Changed = ev.ChangedRecorded() // only the recorded paths are known of the old state
 	default:
 		p.Changed = ChangedPaths(ev.OldObject, ev.Object)

@@ -32,7 +32,7 @@ func BenchmarkCommit(b *testing.B) {
 				rec := &Record{Namespace: "prod", Name: uid, ResourceVersion: fmt.Sprint(i), Hash: "0123456789abcdef0123456789abcdef"}
 				done := make(chan error, 1)
 				c.Submit(0, func(tx *Tx) error {
-					if err := tx.Put("apps/deployments", uid, rec); err != nil {
+					if err := tx.Put(Resource{Group: "apps", Resource: "deployments"}, uid, rec); err != nil {
 						return err
 					}
 					_, err := tx.Enqueue("out", uid, payload)

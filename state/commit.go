@@ -84,7 +84,7 @@ type commit struct {
 	// size is what Submit was told, plus commitOverhead.
 	size int64
 	// fn makes the change; it may run more than once (after its transaction
-	// failed), so it resets whatever it captures.
+	// failed), so it builds what it hands on afresh each run.
 	fn func(*Tx) error
 	// after runs once fn's transaction committed (err nil) or failed for good.
 	after func(err error)
@@ -105,7 +105,9 @@ func NewCommitter(s *Store, opts CommitterOptions) *Committer {
 }
 
 // Submit queues fn; after runs once fn's transaction committed (nil) or failed
-// for good. fn may run more than once, so it must reset whatever it captures.
+// for good. fn may run more than once (its transaction failed, or another
+// change of its batch did), so it builds what it hands on to after afresh
+// each run: what after reads is the last run's.
 // size is about how many bytes the change holds in memory (the event's
 // objects). After Close, after gets ErrStopped and fn never runs.
 //

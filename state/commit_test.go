@@ -56,7 +56,7 @@ func fillDisk(t *testing.T, path string) (lift func()) {
 func submit(c *Committer, rv string, payload []byte) <-chan error {
 	done := make(chan error, 1)
 	c.Submit(len(payload), func(tx *Tx) error {
-		if err := tx.Put("g/r", "u", &Record{Name: "u", ResourceVersion: rv}); err != nil {
+		if err := tx.Put(Resource{Group: "g", Resource: "r"}, "u", &Record{Name: "u", ResourceVersion: rv}); err != nil {
 			return err
 		}
 		if payload == nil {
@@ -76,7 +76,7 @@ func recordedVersion(t *testing.T, s *Store) string {
 	t.Helper()
 	var rv string
 	if err := s.View(func(tx *Tx) error {
-		r, err := tx.Get("g/r", "u")
+		r, err := tx.Get(Resource{Group: "g", Resource: "r"}, "u")
 		if r != nil {
 			rv = r.ResourceVersion
 		}

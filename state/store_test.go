@@ -10,14 +10,12 @@ import (
 
 	"github.com/tidwall/gjson"
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/dynwatch/dynwatch/event"
 )
 
 func TestDocRoundTrip(t *testing.T) {
 	obj := []byte(`{"metadata":{"name":"a","labels":{"app.kubernetes.io/name":"web"}},"spec":{"replicas":3,"containers":[{"image":"x:1"}],"paused":false}}`)
 	paths := []string{"metadata.name", `metadata.labels.app\.kubernetes\.io/name`, "spec.replicas", "spec.containers.0.image", "spec.paused", "spec.missing", "spec.containers.#.image"}
-	doc := Doc(Values(event.DigestKey("k"), obj, paths, nil))
+	doc := Doc(Values(DigestKey("k"), obj, paths, nil))
 	for _, p := range paths[:5] {
 		if got, want := gjson.GetBytes(doc, p).Raw, gjson.GetBytes(obj, p).Raw; got != want {
 			t.Errorf("%s: rebuilt %s, want %s (doc %s)", p, got, want, doc)
@@ -25,22 +23,6 @@ func TestDocRoundTrip(t *testing.T) {
 	}
 	if gjson.GetBytes(doc, "spec.missing").Exists() {
 		t.Error("a missing path exists in the rebuilt doc")
-	}
-}
-
-func TestHashIgnoresVersion(t *testing.T) {
-	a, _ := Hash(nil, []byte(`{"metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1}}`))
-	b, _ := Hash(nil, []byte(`{"metadata":{"name":"a","resourceVersion":"22"},"spec":{"x":1}}`))
-	c, _ := Hash(nil, []byte(`{"metadata":{"name":"a","resourceVersion":"2"},"spec":{"x":2}}`))
-	if a != b || a == c {
-		t.Errorf("hashes %s %s %s", a, b, c)
-	}
-	// Hash trusts its input to be JSON (the API server's, through the
-	// informer): it checks only that it is an object, not every byte.
-	for _, bad := range []string{``, ` `, `[1]`, `"x"`} {
-		if _, err := Hash(nil, []byte(bad)); err == nil {
-			t.Errorf("hashed %q", bad)
-		}
 	}
 }
 
@@ -52,7 +34,7 @@ func TestStoreErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.Update(func(tx *Tx) error {
-		if err := tx.Put("apps/deployments/", "u1", &Record{Name: "a", ResourceVersion: "1"}); err != nil {
+		if err := tx.Put(Resource{Group: "apps", Resource: "deployments"}, "u1", &Record{Name: "a", ResourceVersion: "1"}); err != nil {
 			return err
 		}
 		_, err := tx.Enqueue("hook", "k", json.RawMessage(`{"id":"x"}`))
@@ -102,7 +84,7 @@ func TestFileSizeUnderChurn(t *testing.T) {
 			err := s.Update(func(tx *Tx) error {
 				for i := range 100 {
 					uid := fmt.Sprintf("r%d-b%d-%d", round, batch, i)
-					if err := tx.Put("g/r/", uid, rec); err != nil {
+					if err := tx.Put(Resource{Group: "g", Resource: "r"}, uid, rec); err != nil {
 						return err
 					}
 					seq, err := tx.Enqueue("hook", uid, payload)
@@ -121,7 +103,7 @@ func TestFileSizeUnderChurn(t *testing.T) {
 		for batch := range 100 {
 			err := s.Update(func(tx *Tx) error {
 				for i := range 100 {
-					if err := tx.Delete("g/r/", fmt.Sprintf("r%d-b%d-%d", round, batch, i)); err != nil {
+					if err := tx.Delete(Resource{Group: "g", Resource: "r"}, fmt.Sprintf("r%d-b%d-%d", round, batch, i)); err != nil {
 						return err
 					}
 				}
@@ -192,11 +174,11 @@ func TestMigrateFormat1(t *testing.T) {
 	}
 	defer s.Close()
 	err = s.View(func(tx *Tx) error {
-		if got := fmt.Sprint(tx.Scopes()); got != "[/configmaps apps/deployments]" {
-			t.Errorf("scopes after migration: %s", got)
+		if got := fmt.Sprint(tx.Resources()); got != "[/configmaps apps/deployments]" {
+			t.Errorf("resources after migration: %s", got)
 		}
 		n := 0
-		if err := tx.ForEach("/configmaps", func(string, *Record) error { n++; return nil }); err != nil {
+		if err := tx.ForEach(Resource{Resource: "configmaps"}, func(string, *Record) error { n++; return nil }); err != nil {
 			return err
 		}
 		if n != 2 {
@@ -241,7 +223,7 @@ func TestPutSkipsAnUnchangedRecord(t *testing.T) {
 	put := func(r *Record) int64 {
 		st := s.db.Stats()
 		before := st.TxStats.GetWrite()
-		if err := s.Update(func(tx *Tx) error { return tx.Put("apps/deployments", "u1", r) }); err != nil {
+		if err := s.Update(func(tx *Tx) error { return tx.Put(Resource{Group: "apps", Resource: "deployments"}, "u1", r) }); err != nil {
 			t.Fatal(err)
 		}
 		st = s.db.Stats()
@@ -253,7 +235,10 @@ func TestPutSkipsAnUnchangedRecord(t *testing.T) {
 		t.Errorf("the same record wrote %d pages, a changed one %d: the same should write fewer", same, changed)
 	}
 	var got *Record
-	if err := s.View(func(tx *Tx) (err error) { got, err = tx.Get("apps/deployments", "u1"); return err }); err != nil {
+	if err := s.View(func(tx *Tx) (err error) {
+		got, err = tx.Get(Resource{Group: "apps", Resource: "deployments"}, "u1")
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if got == nil || got.ResourceVersion != "2" {

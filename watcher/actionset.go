@@ -2,7 +2,6 @@ package watcher
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,10 +13,8 @@ import (
 
 	"github.com/dynwatch/dynwatch/action"
 	"github.com/dynwatch/dynwatch/config"
-	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/metrics"
 	"github.com/dynwatch/dynwatch/plan"
-	"github.com/dynwatch/dynwatch/state"
 )
 
 // actionSet is the watcher's action queues: it builds them (reusing a running
@@ -92,21 +89,7 @@ func (s *actionSet) newQueue(a *action.Action) (*queueRun, error) {
 		// Accepted events are on disk: the memory queue refuses none, and what
 		// is left at shutdown is delivered after the next start.
 		opts.Size, opts.Durable = math.MaxInt, true
-		name, marks := a.Spec.Name, s.durable.marks
-		opts.Done = func(d *event.Delivery) {
-			if d.Seq == 0 {
-				return
-			}
-			// Through a committer of their own, not behind the events' group
-			// commits: the window in which a crash makes a delivery happen
-			// again stays one fsync long, and marks that come together share it.
-			seq, id := d.Seq, d.Payload.ID
-			marks.Submit(0, func(tx *state.Tx) error { return tx.Done(name, seq) }, func(err error) {
-				if err != nil && !errors.Is(err, state.ErrGivenUp) { // given up: logged once, with the count
-					s.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", id, "err", err)
-				}
-			})
-		}
+		opts.Done = s.durable.outbox.of(a.Spec.Name).Done
 	}
 	return &queueRun{spec: a.Spec, closer: closer, q: action.NewQueue(a.Spec.Name, sender, opts)}, nil
 }

@@ -2,7 +2,6 @@ package watcher
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"maps"
@@ -17,7 +16,7 @@ import (
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/metrics"
-	"github.com/dynwatch/dynwatch/payload"
+	"github.com/dynwatch/dynwatch/restart"
 	"github.com/dynwatch/dynwatch/rules"
 	"github.com/dynwatch/dynwatch/state"
 )
@@ -28,7 +27,7 @@ import (
 // either keeps both or neither (and then the next start's diff finds the change).
 type durable struct {
 	store   *state.Store
-	key     event.DigestKey // the store's: digests and content hashes
+	key     state.DigestKey // the store's: digests and content hashes
 	commits *state.Committer
 	// marks removes delivered events from the durable queues, in group
 	// commits of their own.
@@ -39,6 +38,9 @@ type durable struct {
 	pipe *atomic.Pointer[pipeline]
 	// pager hands committed deliveries to memory a window at a time.
 	pager *pager
+	// outbox puts deliveries in their actions' durable queues and takes
+	// them out again (with pager and marks).
+	outbox *outbox
 
 	mu sync.Mutex
 	// listing holds the watches whose initial list is being compared with the
@@ -71,61 +73,27 @@ func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipel
 	d.commits = state.NewCommitter(store, opts)
 	opts.What = "delivery marks"
 	d.marks = state.NewCommitter(store, opts)
+	d.outbox = &outbox{pager: d.pager, marks: d.marks, log: log}
 	return d
 }
-
-type listing struct {
-	res  event.Resource
-	seen map[string]bool
-	// byName maps namespace/name to the recorded uid, when the list is
-	// compared with records: an object re-created under its name while
-	// dynwatch was down replays the old uid's delete before the new one's add.
-	// It is read from the records when the first object without a record
-	// comes (most restarts have none), in the committer's goroutine.
-	byName map[string]string
-	// namespace is the watch's namespace ("" = all).
-	namespace string
-	baseline  bool
-	diff      bool // the list is of objects known before (start, reload, move): compare
-	// moved: the watch replaced one on another version while dynwatch ran; what
-	// changed in between is live, not a replay.
-	moved bool
-	// finishing is set once the list is complete and its comparison submitted.
-	finishing bool
-}
-
-// found is the origin of what a comparison finds: a replay after a restart,
-// live changes after a version move.
-func (l *listing) found() event.Origin {
-	if l.moved {
-		return event.Live
-	}
-	return event.Replay
-}
-
-// metaPaths are recorded for every object, so that a replayed delete can say
-// which object went.
-var metaPaths = []string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels"}
 
 // recordsOf names the records of a resource: group and resource, not the
 // version (a move to another version keeps them) nor the namespace (records
 // follow the resource, whatever scopes the rules watch it in).
-func recordsOf(group, resource string) string {
-	return group + "/" + resource
+func recordsOf(group, resource string) state.Resource {
+	return state.Resource{Group: group, Resource: resource}
 }
 
-// baselineOf names the baseline of a watch: its resource and namespace scope.
-func baselineOf(group, resource, ns string) string {
-	return group + "/" + resource + "/" + ns
+// watchScope names what a watch lists, and so what has a baseline: its resource
+// in its namespace scope.
+func watchScope(k dyninformer.Key) state.Scope {
+	return recordsOf(k.GVR.Group, k.GVR.Resource).In(k.Namespace)
 }
-
-// inScope reports whether an object in namespace ns is in a watch of watchNS.
-func inScope(ns, watchNS string) bool { return watchNS == "" || ns == watchNS }
 
 // recordPaths are the paths recorded for objects of a resource: every path its
 // rules read, and the metadata.
 func recordPaths(rs []*rules.Rule) []string {
-	paths := slices.Clone(metaPaths)
+	paths := slices.Clone(restart.MetaPaths)
 	for _, r := range rs {
 		paths = append(paths, r.Paths()...)
 	}
@@ -142,8 +110,8 @@ func (d *durable) startListing(watches []dyninformer.Started, lists dyninformer.
 		l := &listing{res: w.Resource, seen: map[string]bool{}, diff: lists == dyninformer.ListsKnown || w.Moved, moved: w.Moved, namespace: w.Namespace}
 		_ = d.store.View(func(tx *state.Tx) error {
 			// Records of all namespaces cover one namespace too.
-			l.baseline = tx.HasBaseline(baselineOf(w.Resource.Group, w.Resource.Resource, w.Namespace)) ||
-				tx.HasBaseline(baselineOf(w.Resource.Group, w.Resource.Resource, ""))
+			scope := watchScope(w.Key())
+			l.baseline = tx.HasBaseline(scope) || tx.HasBaseline(scope.Resource.In(""))
 			return nil
 		})
 		d.listing[w.Key()] = l
@@ -159,7 +127,7 @@ func (d *durable) startListing(watches []dyninformer.Started, lists dyninformer.
 // list with the records, and every object whose add was not written fires
 // one, rather than all of them being taken for a first baseline.
 func (d *durable) baselineFirst(k dyninformer.Key) {
-	b := baselineOf(k.GVR.Group, k.GVR.Resource, k.Namespace)
+	b := watchScope(k)
 	d.commits.Submit(0, func(tx *state.Tx) error { return tx.SetBaseline(b) }, func(err error) {
 		if err != nil && !errors.Is(err, state.ErrStopped) && !errors.Is(err, state.ErrGivenUp) {
 			d.log.Error("state: cannot record the baseline of a new resource", "resource", k.String(), "err", err)
@@ -174,66 +142,19 @@ func (d *durable) listingKeys() []dyninformer.Key {
 	return slices.Collect(maps.Keys(d.listing))
 }
 
-// prune drops what the state keeps of scopes no watch covers any more:
-// baselines of other scopes, records of other resources and, for a resource
-// watched in some namespaces only, records of the other namespaces. What is on
-// disk then stays exact however the rules' scopes come and go.
+// prune drops what the state keeps of scopes no watch covers any more
+// (state.Tx.Prune): what is on disk then stays exact however the rules'
+// scopes come and go.
 func (d *durable) prune(watches []dyninformer.Key) {
-	baselines := map[string]bool{}
-	nss := map[string]map[string]bool{} // records scope -> namespaces; "" = all
-	for _, k := range watches {
-		baselines[baselineOf(k.GVR.Group, k.GVR.Resource, k.Namespace)] = true
-		r := recordsOf(k.GVR.Group, k.GVR.Resource)
-		if nss[r] == nil {
-			nss[r] = map[string]bool{}
-		}
-		nss[r][k.Namespace] = true
+	scopes := make([]state.Scope, len(watches))
+	for i, k := range watches {
+		scopes[i] = watchScope(k)
 	}
-	d.commits.Submit(0, func(tx *state.Tx) error {
-		for _, b := range tx.Baselines() {
-			if !baselines[b] {
-				if err := tx.DropBaseline(b); err != nil {
-					return err
-				}
-			}
-		}
-		for _, scope := range tx.Scopes() {
-			if err := pruneScope(tx, scope, nss[scope]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, func(err error) {
+	d.commits.Submit(0, func(tx *state.Tx) error { return tx.Prune(scopes) }, func(err error) {
 		if err != nil && !errors.Is(err, state.ErrStopped) && !errors.Is(err, state.ErrGivenUp) {
 			d.log.Error("state: cannot drop the records no rule watches", "err", err)
 		}
 	})
-}
-
-// pruneScope keeps the records of scope in the namespaces nss (all of them
-// when nss has ""; none when nss is empty).
-func pruneScope(tx *state.Tx, scope string, nss map[string]bool) error {
-	switch {
-	case len(nss) == 0:
-		return tx.DropScope(scope)
-	case nss[""]:
-		return nil
-	}
-	var drop []string
-	if err := tx.ForEachName(scope, func(uid, ns, _ string) error {
-		if !nss[ns] {
-			drop = append(drop, uid)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	for _, uid := range drop {
-		if err := tx.Delete(scope, uid); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // forget drops the listing of a watch that stopped before it synced.
@@ -245,12 +166,15 @@ func (d *durable) forget(k dyninformer.Key) {
 
 // handle decides what the event fires (a live event, or during an initial
 // list what changed while dynwatch was down), records the object and persists
-// the deliveries in one transaction, and only then enqueues them.
+// the deliveries in one transaction, and only then enqueues them. The commit
+// reads the record, compares, routes, persists and puts; it builds what it
+// hands on afresh each time it runs, so a run again (after the file refused
+// one) starts from scratch.
 func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
-	scope := recordsOf(ev.Resource.Group, ev.Resource.Resource)
+	res := recordsOf(ev.Resource.Group, ev.Resource.Resource)
 	paths, ok := p.paths[watch.GVR]
 	if !ok {
-		paths = metaPaths // a resource no rule selects any more: keep who it was
+		paths = restart.MetaPaths // a resource no rule selects any more: keep who it was
 	}
 	d.mu.Lock()
 	l := d.listing[watch]
@@ -258,49 +182,28 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 		l.seen[ev.UID] = true
 	}
 	d.mu.Unlock()
+	compare := l != nil && l.compares(ev)
 
-	var out []routed
+	var committed []routed
 	d.commits.Submit(len(ev.Object)+len(ev.OldObject), func(tx *state.Tx) error {
-		out = nil
-		// For initial lists, the recorded version of the object: the same
-		// one (most objects at a restart) needs no more of the record.
-		prevRV, prevHash, recorded := "", "", false
-		if (ev.Origin == event.InitialList || ev.Origin == event.Relist) && l != nil && l.diff && l.baseline {
-			prevRV, prevHash, recorded = tx.Version(scope, ev.UID)
+		evs := []*event.Event{ev}
+		var known restart.Known
+		if compare {
 			var err error
-			if !recorded {
-				// Deleted and re-created while dynwatch was down: the old
-				// uid's delete goes first.
-				if out, err = d.replaceByName(tx, p, watch.GVR, scope, l, ev); err != nil {
-					return err
-				}
+			if known, err = l.known(tx, res, ev); err != nil {
+				return err
 			}
-			if !recorded || prevRV != ev.ResourceVersion {
-				var rec *state.Record // none: an add
-				if recorded {
-					if rec, err = tx.Get(scope, ev.UID); err != nil {
-						return err
-					}
-				}
-				if replay := replayOf(ev, rec, l.found(), d.key); replay != nil {
-					out = append(out, p.route(watch.GVR, replay)...)
-				}
-			}
+			evs = append(restart.Listed(l.res, ev, known, l.found(), d.key, time.Now()), ev)
 		}
-		out = append(out, p.route(watch.GVR, ev)...)
-		if err := persist(tx, out); err != nil {
+		out := routeAll(p, watch.GVR, evs)
+		if err := d.outbox.put(tx, out); err != nil {
 			return err
 		}
-		if ev.Type == event.Delete {
-			return tx.Delete(scope, ev.UID)
+		if err := d.putRecord(tx, p, res, ev, known, paths); err != nil {
+			return err
 		}
-		r := recordOf(ev, paths, p.file.Redactor, d.key)
-		if recorded && prevRV == ev.ResourceVersion {
-			r.Hash = prevHash // one version is one content: no need to hash it
-		} else {
-			r.Hash, _ = state.Hash(d.key, ev.Object)
-		}
-		return tx.Put(scope, ev.UID, r)
+		committed = out
+		return nil
 	}, func(err error) {
 		switch {
 		case errors.Is(err, state.ErrGivenUp):
@@ -314,75 +217,33 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 			d.log.Error("state: event not recorded; it fires after the next start", "id", ev.ID(), "err", err)
 			return
 		}
-		d.pager.offer(out)
+		d.outbox.offer(committed)
 	})
 }
 
-// replaceByName returns the replayed delete of the object that had ev's name
-// under another uid, and drops its record.
-func (d *durable) replaceByName(tx *state.Tx, p *pipeline, gvr schema.GroupVersionResource, scope string, l *listing, ev *event.Event) ([]routed, error) {
-	if l.byName == nil {
-		// The first object without a record: no record has been added in
-		// this list yet, so the records are still those it is compared with.
-		byName := map[string]string{}
-		if err := tx.ForEachName(scope, func(uid, ns, name string) error {
-			if inScope(ns, l.namespace) {
-				byName[ns+"/"+name] = uid
-			}
-			return nil
-		}); err != nil {
-			return nil, err
+// routeAll routes the events in order.
+func routeAll(p *pipeline, gvr schema.GroupVersionResource, evs []*event.Event) []routed {
+	var out []routed
+	for _, ev := range evs {
+		out = append(out, p.route(gvr, ev)...)
+	}
+	return out
+}
+
+// putRecord advances the records to ev: the record of the object that had
+// its name under another uid goes (known.Renamed), and ev's object is
+// recorded, or forgotten on a delete.
+func (d *durable) putRecord(tx *state.Tx, p *pipeline, res state.Resource, ev *event.Event, known restart.Known, paths []string) error {
+	if known.Renamed != nil {
+		if err := tx.Delete(res, known.RenamedUID); err != nil {
+			return err
 		}
-		l.byName = byName
 	}
-	old := l.byName[ev.Namespace+"/"+ev.Name]
-	if old == "" || old == ev.UID {
-		return nil, nil
+	if ev.Type == event.Delete {
+		return tx.Delete(res, ev.UID)
 	}
-	rec, err := tx.Get(scope, old)
-	if err != nil || rec == nil {
-		return nil, err
-	}
-	if err := tx.Delete(scope, old); err != nil {
-		return nil, err
-	}
-	return p.route(gvr, replayedDelete(l.res, old, rec, l.found())), nil
-}
-
-// replayOf returns the event an object of the initial list fires under onStart
-// diff: add when it is new, update when it changed while dynwatch was down
-// (or, after a version move, while the watch moved). key is the store's.
-func replayOf(ev *event.Event, rec *state.Record, origin event.Origin, key event.DigestKey) *event.Event {
-	r := *ev
-	r.Origin = origin
-	switch {
-	case rec == nil:
-		return &r
-	case rec.ResourceVersion == ev.ResourceVersion:
-		return nil
-	}
-	if state.SameContent(key, ev.Object, rec.Hash) {
-		return nil // a new version of the same content
-	}
-	r.Type = event.Update
-	r.OldObject = state.Doc(rec.Values)
-	r.OldValues, r.DigestKey = rec.Values, key
-	if r.OldValues == nil {
-		r.OldValues = map[string]json.RawMessage{}
-	}
-	return &r
-}
-
-// recordOf is what the state keeps of an object: who it is, its version, and
-// the values at paths, as digests under key those that read a redacted value
-// (payload.Redactor.Secret). The caller sets its content hash.
-func recordOf(ev *event.Event, paths []string, red *payload.Redactor, key event.DigestKey) *state.Record {
-	return &state.Record{
-		Namespace:       ev.Namespace,
-		Name:            ev.Name,
-		ResourceVersion: ev.ResourceVersion,
-		Values:          state.Values(key, ev.Object, paths, red.Secret(ev.Resource, ev.Object)),
-	}
+	r := restart.Record(ev, known.Record, paths, p.file.Redactor.Secret(ev.Resource, ev.Object), d.key)
+	return tx.Put(res, ev.UID, r)
 }
 
 // finishListing compares the records of a watch whose initial list is complete
@@ -401,46 +262,15 @@ func (d *durable) finishListing(k dyninformer.Key) {
 		d.beforeCompare(k)
 	}
 	p := d.pipe.Load()
-	scope := recordsOf(l.res.Group, l.res.Resource)
-	var out []routed
-	var seen map[string]bool
+	var committed []routed
+	var listed int
 	d.commits.Submit(0, func(tx *state.Tx) error {
-		out = nil
-		// What was seen is read here, in the committer, not when the list
-		// ended: a live add marks its object seen before it submits its
-		// record, so every record written before this comparison is of an
-		// object seen, and none is taken for one that went while dynwatch
-		// was down.
-		d.mu.Lock()
-		seen = maps.Clone(l.seen)
-		d.mu.Unlock()
-		var gone []string
-		err := tx.ForEachName(scope, func(uid, ns, _ string) error {
-			if !seen[uid] && inScope(ns, k.Namespace) {
-				gone = append(gone, uid)
-			}
-			return nil
-		})
+		out, n, err := d.compareRecords(tx, p, l, k)
 		if err != nil {
 			return err
 		}
-		slices.Sort(gone)
-		for _, uid := range gone {
-			if l.diff && l.baseline {
-				rec, err := tx.Get(scope, uid)
-				if err != nil {
-					return err
-				}
-				out = append(out, p.route(k.GVR, replayedDelete(l.res, uid, rec, l.found()))...)
-			}
-			if err := tx.Delete(scope, uid); err != nil {
-				return err
-			}
-		}
-		if err := persist(tx, out); err != nil {
-			return err
-		}
-		return tx.SetBaseline(baselineOf(l.res.Group, l.res.Resource, k.Namespace))
+		committed, listed = out, n
+		return nil
 	}, func(err error) {
 		d.forget(k) // only now is the watch synced, records included
 		switch {
@@ -452,19 +282,51 @@ func (d *durable) finishListing(k dyninformer.Key) {
 			d.log.Error("state: cannot compare the records with the listed objects", "resource", k.String(), "err", err)
 			return
 		}
-		d.logListed(k, l, len(seen), len(out))
-		d.pager.offer(out)
+		d.logListed(k, l, listed, len(committed))
+		d.outbox.offer(committed)
 	})
 }
 
-// replayedDelete is the delete of an object that went while dynwatch was down,
-// built from its record.
-func replayedDelete(res event.Resource, uid string, r *state.Record, origin event.Origin) *event.Event {
-	return &event.Event{
-		Type: event.Delete, Resource: res, Object: state.Doc(r.Values), Origin: origin,
-		Namespace: r.Namespace, Name: r.Name, UID: uid, ResourceVersion: r.ResourceVersion,
-		Time: time.Now(),
+// compareRecords is the comparison of a complete list with the records, in
+// tx: the records of objects the list did not see go, each firing a replayed
+// delete when the list is compared, and the scope gets its baseline. It
+// returns the deliveries (persisted in tx) and how many objects were listed.
+func (d *durable) compareRecords(tx *state.Tx, p *pipeline, l *listing, k dyninformer.Key) ([]routed, int, error) {
+	res := recordsOf(l.res.Group, l.res.Resource)
+	scope := res.In(k.Namespace)
+	// What was seen is read here, in the committer, not when the list
+	// ended: a live add marks its object seen before it submits its
+	// record, so every record written before this comparison is of an
+	// object seen, and none is taken for one that went while dynwatch
+	// was down.
+	d.mu.Lock()
+	seen := maps.Clone(l.seen)
+	d.mu.Unlock()
+	records := map[string]string{}
+	if err := tx.ForEachName(res, func(uid, ns, _ string) error { records[uid] = ns; return nil }); err != nil {
+		return nil, 0, err
 	}
+	gone := restart.Vanished(records, seen, scope)
+	var evs []*event.Event
+	if l.diff && l.baseline {
+		for _, uid := range gone {
+			rec, err := tx.Get(res, uid)
+			if err != nil {
+				return nil, 0, err
+			}
+			evs = append(evs, restart.Gone(l.res, uid, rec, l.found(), time.Now()))
+		}
+	}
+	out := routeAll(p, k.GVR, evs)
+	if err := d.outbox.put(tx, out); err != nil {
+		return nil, 0, err
+	}
+	for _, uid := range gone {
+		if err := tx.Delete(res, uid); err != nil {
+			return nil, 0, err
+		}
+	}
+	return out, len(seen), tx.SetBaseline(scope)
 }
 
 // logListed says how a list compared with the records; deletesReplayed counts the
@@ -479,18 +341,6 @@ func (d *durable) logListed(k dyninformer.Key, l *listing, objects, replayed int
 	default:
 		d.log.Info("state: compared with the records", "resource", k.String(), "objects", objects, "deletesReplayed", replayed)
 	}
-}
-
-// persist writes the deliveries to their actions' durable queues in tx.
-func persist(tx *state.Tx, rs []routed) error {
-	for _, r := range rs {
-		seq, err := tx.Enqueue(r.action, r.d.Key, r.d.JSON)
-		if err != nil {
-			return err
-		}
-		r.d.Seq = seq
-	}
-	return nil
 }
 
 // followListings finishes the listings whose informers have synced, until ctx

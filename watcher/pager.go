@@ -12,8 +12,8 @@ import (
 	"github.com/dynwatch/dynwatch/state"
 )
 
-// pager keeps each action's in-memory queue to a window of its durable queue
-// (the action's queueSize, at most maxWindow): what is accepted beyond it stays on disk only, and
+// pager keeps each action's in-memory queue to a window of its outbox, its
+// durable queue (the action's queueSize, at most maxWindow): what is accepted beyond it stays on disk only, and
 // is read back, in order, as the window empties. A receiver down for an hour
 // grows the file, not the process; a restart reads a backlog a window at a time.
 type pager struct {

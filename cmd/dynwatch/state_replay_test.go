@@ -240,8 +240,8 @@ rules: [{name: all, resources: [{group: tail.example.com, resource: gadgets}], %
 	defer store.Close()
 	var kept []string
 	err = store.View(func(tx *state.Tx) error {
-		for _, scope := range tx.Scopes() {
-			err := tx.ForEach(scope, func(uid string, r *state.Record) error {
+		for _, res := range tx.Resources() {
+			err := tx.ForEach(res, func(uid string, r *state.Record) error {
 				kept = append(kept, r.Namespace+"/"+r.Name)
 				return nil
 			})

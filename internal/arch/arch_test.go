@@ -22,7 +22,7 @@ const module = "github.com/dynwatch/dynwatch/"
 var floors = [][]string{
 	{"event", "fieldpath", "reaper"},
 	{"config", "discovery", "dyninformer", "state"},
-	{"payload", "rules"},
+	{"payload", "restart", "rules"},
 	{"action", "plan", "metrics"},
 	{"watcher", "audit", "offline", "rbac", "tail"},
 	{"daemon"},

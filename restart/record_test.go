@@ -1,4 +1,4 @@
-package watcher
+package restart
 
 import (
 	"encoding/base64"
@@ -28,7 +28,7 @@ func TestRecordKeepsNoSecretByAnyPath(t *testing.T) {
 	}
 	paths := []string{"dat?", "metadata.annotations.*", "metadata.annotations|@values", "@this.data", `d\ata.password`, "metadata.name"}
 	red := payload.NewRedactor(config.DefaultRedact())
-	key := event.DigestKey("0123456789abcdef0123456789abcdef")
+	key := state.DigestKey("0123456789abcdef0123456789abcdef")
 	ev := event.New(event.Add, res, secret(b64), nil, time.Now())
 	rec := recordOf(ev, paths, red, key)
 	for p, v := range rec.Values {
@@ -43,14 +43,14 @@ func TestRecordKeepsNoSecretByAnyPath(t *testing.T) {
 
 	changed := event.New(event.Update, res, secret(base64.StdEncoding.EncodeToString([]byte("other"))), nil, time.Now())
 	changed.ResourceVersion = "2"
-	replay := replayOf(changed, rec, event.Replay, key)
+	replay := Replay(changed, rec, event.Replay, key)
 	if got, want := replay.ChangedRecorded(), []string{"@this.data", `d\ata.password`, "dat?"}; !slices.Equal(got, want) {
 		t.Errorf("changed %v, want %v", got, want)
 	}
 	same := event.New(event.Update, res, slices.Clone(ev.Object), nil, time.Now())
 	same.ResourceVersion = "2"
 	same.Object = []byte(strings.Replace(string(same.Object), `"resourceVersion":"1"`, `"resourceVersion":"2"`, 1))
-	if r := replayOf(same, rec, event.Replay, key); r != nil {
+	if r := Replay(same, rec, event.Replay, key); r != nil {
 		t.Errorf("an unchanged Secret replays changed %v", r.ChangedRecorded())
 	}
 }

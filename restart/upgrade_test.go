@@ -1,4 +1,4 @@
-package watcher
+package restart
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/payload"
+	"github.com/dynwatch/dynwatch/state"
 )
 
 // A file written before content hashes were keyed holds unkeyed ones: after
@@ -22,7 +23,7 @@ func TestReplayAfterUpgradeComparesUnkeyedHashes(t *testing.T) {
 	cm := func(rv, v string) []byte {
 		return []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns","uid":"u1","resourceVersion":"` + rv + `"},"data":{"k":"` + v + `"}}`)
 	}
-	key := event.DigestKey("0123456789abcdef0123456789abcdef")
+	key := state.DigestKey("0123456789abcdef0123456789abcdef")
 	red := payload.NewRedactor(config.DefaultRedact())
 	rec := recordOf(event.New(event.Add, res, cm("1", "a"), nil, time.Now()), []string{"data.k"}, red, key)
 	// The hash as an older dynwatch made it: SHA-256 of the object without
@@ -32,10 +33,10 @@ func TestReplayAfterUpgradeComparesUnkeyedHashes(t *testing.T) {
 	sum := sha256.Sum256(append(append([]byte{}, old[:i]...), old[i+3:]...))
 	rec.Hash = hex.EncodeToString(sum[:16])
 
-	if r := replayOf(event.New(event.Update, res, cm("2", "a"), nil, time.Now()), rec, event.Replay, key); r != nil {
+	if r := Replay(event.New(event.Update, res, cm("2", "a"), nil, time.Now()), rec, event.Replay, key); r != nil {
 		t.Errorf("an object that only got a new version replays as %s, changed %v", r.Type, r.ChangedRecorded())
 	}
-	if r := replayOf(event.New(event.Update, res, cm("2", "b"), nil, time.Now()), rec, event.Replay, key); r == nil || r.Type != event.Update {
+	if r := Replay(event.New(event.Update, res, cm("2", "b"), nil, time.Now()), rec, event.Replay, key); r == nil || r.Type != event.Update {
 		t.Errorf("a changed object replays %v, want an update", r)
 	}
 }

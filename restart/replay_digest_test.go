@@ -1,4 +1,4 @@
-package watcher
+package restart
 
 import (
 	"crypto/sha256"
@@ -27,7 +27,7 @@ func TestReplayPayloadHoldsNoDigest(t *testing.T) {
 			`"data":{"password":"aHVudGVyMg=="}}`)
 	}
 	red := payload.NewRedactor(config.DefaultRedact())
-	key := event.DigestKey("0123456789abcdef0123456789abcdef")
+	key := state.DigestKey("0123456789abcdef0123456789abcdef")
 	paths := []string{"metadata", "metadata.annotations", "data"}
 	rec := recordOf(event.New(event.Add, res, secret("1", "hunter2"), nil, time.Now()), paths, red, key)
 	legacy := &state.Record{Namespace: "ns", Name: "s", ResourceVersion: "1", Values: map[string]json.RawMessage{}}
@@ -41,7 +41,7 @@ func TestReplayPayloadHoldsNoDigest(t *testing.T) {
 		}
 	}
 	for name, r := range map[string]*state.Record{"keyed": rec, "legacy": legacy} {
-		replay := replayOf(event.New(event.Update, res, secret("2", "hunter3"), nil, time.Now()), r, event.Replay, key)
+		replay := Replay(event.New(event.Update, res, secret("2", "hunter3"), nil, time.Now()), r, event.Replay, key)
 		if replay == nil {
 			t.Fatalf("%s: no replay", name)
 		}

@@ -2,12 +2,13 @@ package state
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/dynwatch/dynwatch/event"
 )
 
 // A state file gets a random digest key when it is made and keeps it across
@@ -17,7 +18,7 @@ import (
 func TestDigestKeyIsTheFiles(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state.db")
-	open := func() event.DigestKey {
+	open := func() DigestKey {
 		t.Helper()
 		s, err := Open(path)
 		if err != nil {
@@ -88,5 +89,57 @@ func TestOpenMakesTheFilePrivate(t *testing.T) {
 	}
 	if got := fi.Mode().Perm(); got != 0o600 {
 		t.Errorf("state file mode %o after open, want 600", got)
+	}
+}
+
+// A digest is an HMAC under the file's key; a digest an older dynwatch
+// recorded (plain SHA-256) still compares, so an upgrade replays no change
+// that did not happen.
+func TestDigestIsKeyed(t *testing.T) {
+	t.Parallel()
+	const raw = `"aHVudGVyMg=="`
+	a, b := DigestKey("key one"), DigestKey("key two")
+	if string(a.Digest(raw)) == string(b.Digest(raw)) {
+		t.Error("digests under two keys are equal")
+	}
+	sum := sha256.Sum256([]byte(raw))
+	if string(a.Digest(raw)) == `{"$dynwatchHMAC":"`+hex.EncodeToString(sum[:])+`"}` {
+		t.Error("the digest is the plain SHA-256")
+	}
+	legacy := json.RawMessage(`{"$dynwatchSHA256":"` + hex.EncodeToString(sum[:]) + `"}`)
+	for _, c := range []struct {
+		name     string
+		recorded json.RawMessage
+		raw      string
+		want     bool
+	}{
+		{"own digest", a.Digest(raw), raw, true},
+		{"own digest, new value", a.Digest(raw), `"b3RoZXI="`, false},
+		{"another key's digest", b.Digest(raw), raw, false},
+		{"legacy digest", legacy, raw, true},
+		{"legacy digest, new value", legacy, `"b3RoZXI="`, false},
+		{"clear value", json.RawMessage(`3`), `3`, true},
+		{"missing both", nil, "", true},
+		{"missing now", a.Digest(raw), "", false},
+	} {
+		if got := a.Same(c.recorded, c.raw); got != c.want {
+			t.Errorf("%s: Same = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestHashIgnoresVersion(t *testing.T) {
+	a, _ := Hash(nil, []byte(`{"metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1}}`))
+	b, _ := Hash(nil, []byte(`{"metadata":{"name":"a","resourceVersion":"22"},"spec":{"x":1}}`))
+	c, _ := Hash(nil, []byte(`{"metadata":{"name":"a","resourceVersion":"2"},"spec":{"x":2}}`))
+	if a != b || a == c {
+		t.Errorf("hashes %s %s %s", a, b, c)
+	}
+	// Hash trusts its input to be JSON (the API server's, through the
+	// informer): it checks only that it is an object, not every byte.
+	for _, bad := range []string{``, ` `, `[1]`, `"x"`} {
+		if _, err := Hash(nil, []byte(bad)); err == nil {
+			t.Errorf("hashed %q", bad)
+		}
 	}
 }
