@@ -1,8 +1,10 @@
 package rules
 
 import (
+	"sync"
 	"time"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/payload"
 )
@@ -26,10 +28,11 @@ type Observer interface {
 // Evaluator evaluates rules on events: the one loop of deciding each rule,
 // preparing the event (once, for the first rule it fires) and building each
 // payload, that run, tail, audit and test share. Its zero value decides live
-// events with nothing redacted.
+// events and redacts what the built-in default does (Secret values): a caller
+// that forgets the config's redactor leaks nothing.
 type Evaluator struct {
-	// Redactor blanks the configured paths of the payloads' objects (nil:
-	// none), and of what Explained is shown.
+	// Redactor blanks the configured paths of the payloads' objects, and of
+	// what Explained is shown; nil: the built-in default (config.DefaultRedact).
 	Redactor *payload.Redactor
 	// Added names, per reload epoch, the rules that reload added (run only).
 	Added Added
@@ -57,7 +60,7 @@ func (e *Evaluator) Evaluate(rs []*Rule, ev *event.Event) []Match {
 			continue
 		}
 		if prepared == nil {
-			prepared = payload.Prepare(e.Redactor, ev)
+			prepared = payload.Prepare(e.redactor(), ev)
 		}
 		out = append(out, Match{Rule: r, Verdict: v, Payload: r.Payload(prepared, v.Transition)})
 	}
@@ -74,7 +77,7 @@ func (e *Evaluator) decide(r *Rule, ev *event.Event) Verdict {
 	switch {
 	case e.Explained != nil:
 		var steps []Step
-		v, steps = r.Explain(ev, e.Added, e.Redactor)
+		v, steps = r.Explain(ev, e.Added, e.redactor())
 		e.Explained(r, v, steps)
 	case e.State:
 		v = Verdict{Fires: r.Holds(ev)}
@@ -85,4 +88,15 @@ func (e *Evaluator) decide(r *Rule, ev *event.Event) Verdict {
 		e.Observer.Evaluated(r.Name, time.Since(start), v.Fires)
 	}
 	return v
+}
+
+// defaultRedactor is the built-in redact list, compiled once.
+var defaultRedactor = sync.OnceValue(func() *payload.Redactor { return payload.NewRedactor(config.DefaultRedact()) })
+
+// redactor is e's redactor, or the built-in default when it has none.
+func (e *Evaluator) redactor() *payload.Redactor {
+	if e.Redactor != nil {
+		return e.Redactor
+	}
+	return defaultRedactor()
 }

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +132,38 @@ func TestEvaluatorStateAsksHolds(t *testing.T) {
 		if m.Verdict.Transition != "" || m.Payload.Transition != "" {
 			t.Errorf("%s: a state has no transition: %+v", m.Rule.Name, m.Verdict)
 		}
+	}
+}
+
+// An Evaluator without a redactor still blanks a Secret's values: the
+// built-in default applies, so a caller that forgets the config's leaks none.
+func TestEvaluatorWithoutRedactorRedactsSecrets(t *testing.T) {
+	t.Parallel()
+	f, err := config.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
+actions: [{name: out, log: {}}]
+rules:
+  - name: s
+    resources: [{group: "", resource: secrets}]
+    actions: [out]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, ps := Compile(f)
+	if len(ps) > 0 {
+		t.Fatal(ps)
+	}
+	obj := []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"n","uid":"u","resourceVersion":"1"},"data":{"password":"aHVudGVyMg=="}}`)
+	ev := event.New(event.Add, event.Resource{Version: "v1", Resource: "secrets", Kind: "Secret", Namespaced: true}, obj, nil, time.Now())
+	ms := (&Evaluator{}).Evaluate(rs, ev)
+	if len(ms) != 1 {
+		t.Fatalf("%d matches, want 1", len(ms))
+	}
+	b, err := json.Marshal(ms[0].Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "aHVudGVyMg==") {
+		t.Errorf("payload holds the Secret's value: %s", b)
 	}
 }
