@@ -123,3 +123,24 @@ func TestLineCount(t *testing.T) {
 		})
 	}
 }
+
+// TestLongFilesChecksACheckoutInAHiddenFolder: the check skips hidden folders
+// inside the tree, not the tree itself when the checkout's own folder name
+// starts with a dot (a worktree under .worktrees/, a CI cache, a mirror).
+func TestLongFilesChecksACheckoutInAHiddenFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".checkout")
+	path := filepath.Join(dir, "a", "long.go")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("package a\n"+strings.Repeat("//\n", 10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := longFiles(dir, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a/long.go is 11 lines (at most 10)"}; !slices.Equal(got, want) {
+		t.Errorf("longFiles in %s = %q, want %q", dir, got, want)
+	}
+}
