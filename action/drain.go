@@ -2,16 +2,6 @@ package action
 
 import "time"
 
-// after returns the wait a receiver's Retry-After asks for, at most
-// MaxBackoff: one 503 with "Retry-After: 3600" must not hold an action for an
-// hour when its retry policy says it waits 5m at most.
-func (r Retry) after(f *Failure) time.Duration {
-	if f == nil {
-		return 0
-	}
-	return min(f.RetryAfter, r.MaxBackoff)
-}
-
 // idleUntil reports whether nothing can be attempted before deadline: no
 // attempt is in flight, and the action is down with its next probe due after
 // deadline, or nothing is ready and every event backing off on its own is due
@@ -35,4 +25,31 @@ func (q *Queue) idleUntil(deadline time.Time) bool {
 		}
 	}
 	return true
+}
+
+// abandon closes the queue and logs what is left in it: each event by id, and
+// the total.
+func (q *Queue) abandon() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	left := 0
+	for _, list := range q.pending {
+		for _, it := range list {
+			left++
+			q.abandoned.Add(1)
+			if q.durable {
+				q.log.Info("not delivered before shutdown; kept on disk for the next start", "id", it.d.Payload.ID, "rule", it.d.Payload.Rule)
+			} else {
+				q.log.Error("not delivered before shutdown", "id", it.d.Payload.ID, "rule", it.d.Payload.Rule)
+			}
+		}
+	}
+	switch {
+	case left == 0:
+	case q.durable:
+		q.log.Warn("stopped with undelivered events; they are kept on disk and delivered after the next start", "events", left)
+	default:
+		q.log.Error("stopped with undelivered events; they are lost", "events", left)
+	}
 }
