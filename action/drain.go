@@ -1,6 +1,47 @@
 package action
 
-import "time"
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// drain delivers what it can for up to grace once Run's context has ended,
+// then stops the workers, aborts the attempts still running and waits for
+// them. It stops sooner when everything is delivered, or when nothing can be
+// attempted before the grace period ends.
+func (q *Queue) drain(grace time.Duration, cancelWork context.CancelFunc, workers *sync.WaitGroup) {
+	q.mu.Lock()
+	n, halted := q.total, q.stop
+	q.mu.Unlock()
+	if n > 0 && !halted {
+		q.log.Info("draining the action's queue before stopping", "events", n, "for up to", grace.String())
+	}
+	drained := make(chan struct{})
+	deadline := q.clock.Now().Add(grace)
+	go func() {
+		q.mu.Lock()
+		for q.total > 0 && !q.stop && !q.idleUntil(deadline) {
+			q.cond.Wait()
+		}
+		idle := q.total > 0 && !q.stop
+		q.mu.Unlock()
+		if idle {
+			q.log.Info("nothing can be attempted before the shutdown grace period ends (the action is down or its events back off past it): stopping now")
+		}
+		close(drained)
+	}()
+	timer := q.clock.NewTimer(grace)
+	select {
+	case <-drained:
+	case <-timer.C():
+	}
+	timer.Stop()
+	q.stopWorkers()
+	cancelWork() // aborts attempts still running
+	workers.Wait()
+	<-drained
+}
 
 // idleUntil reports whether nothing can be attempted before deadline: no
 // attempt is in flight, and the action is down with its next probe due after

@@ -25,14 +25,14 @@ func (q *Queue) failing(probe bool, f *Failure, err error) {
 	h := &q.health
 	wentDown := !h.down
 	if wentDown {
-		*h = health{down: true, since: time.Now(), waiting: q.total}
+		*h = health{down: true, since: q.clock.Now(), waiting: q.total}
 	}
 	if !wentDown && !probe {
 		// An attempt that began before the action went down: it does not count
 		// as a probe, but a Retry-After it brought still holds the probe back.
 		if ra := q.retry.after(f); ra > 0 {
-			h.nextProbe = later(h.nextProbe, time.Now().Add(ra))
-			time.AfterFunc(time.Until(h.nextProbe), q.cond.Broadcast)
+			h.nextProbe = later(h.nextProbe, q.clock.Now().Add(ra))
+			q.rearmTimer()
 		}
 		q.mu.Unlock()
 		q.cond.Broadcast()
@@ -43,15 +43,15 @@ func (q *Queue) failing(probe bool, f *Failure, err error) {
 	if ra := q.retry.after(f); ra > 0 {
 		wait = ra // the receiver knows best when it can take more, within maxBackoff
 	}
-	h.nextProbe, h.probing = time.Now().Add(wait), false
+	h.nextProbe, h.probing = q.clock.Now().Add(wait), false
 	depth, failures := q.total, h.failures
 	q.mu.Unlock()
 	if wentDown {
 		q.outages.Add(1)
 		q.log.Warn("action failing: delivering one probe at a time on the backoff schedule until it recovers", "queued", depth, "err", err)
 	}
+	q.rearmTimer() // the queue's timer wakes a worker for the next probe
 	q.log.Debug("probe failed", "failures", failures, "next in", wait.String(), "err", err)
-	time.AfterFunc(wait, q.cond.Broadcast)
 }
 
 // up records that the receiver answered: if the action was down, it is up
@@ -62,7 +62,7 @@ func (q *Queue) up() {
 	q.health = health{}
 	q.mu.Unlock()
 	if h.down {
-		q.log.Info("action recovered: delivering the backlog", "downFor", time.Since(h.since).Round(time.Millisecond).String(), "waited", h.waiting, "probes", h.failures+1)
+		q.log.Info("action recovered: delivering the backlog", "downFor", q.clock.Since(h.since).Round(time.Millisecond).String(), "waited", h.waiting, "probes", h.failures+1)
 		q.cond.Broadcast()
 	}
 }

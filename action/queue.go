@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/dynwatch/dynwatch/event"
 )
 
@@ -26,6 +28,7 @@ type Queue struct {
 	size        int
 	concurrency int
 	log         *slog.Logger
+	clock       clock.Clock
 	done        func(*event.Delivery)
 	durable     bool
 
@@ -40,6 +43,8 @@ type Queue struct {
 	warned  time.Time // last per-event failure warning, to log at most once a minute
 	// backoffs are the keys waiting on their own retry (retryAlone), and when.
 	backoffs map[string]time.Time
+	// rearm tells the queue's timer (wakeTimer) that a wake-up time changed.
+	rearm chan struct{}
 	// successor takes this queue's backlog when the action's settings change
 	// (HandOff); after that, Enqueue forwards to it.
 	successor *Queue
@@ -61,6 +66,10 @@ type QueueOptions struct {
 	Concurrency int // default 4
 	Retry       Retry
 	Logger      *slog.Logger
+	// Clock is what the queue reads the time from and sets its one timer on
+	// (events' backoffs, probes, the shutdown grace period). Default: the
+	// real clock; tests pass a fake one.
+	Clock clock.Clock
 	// Done, when set, is called once a delivery is finished with: delivered, or
 	// given up (and logged). A durable queue removes it from disk there.
 	Done func(*event.Delivery)
@@ -80,6 +89,9 @@ func NewQueue(name string, sender Sender, opts QueueOptions) *Queue {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	q := &Queue{
 		name:        name,
 		sender:      sender,
@@ -87,10 +99,12 @@ func NewQueue(name string, sender Sender, opts QueueOptions) *Queue {
 		size:        opts.Size,
 		concurrency: opts.Concurrency,
 		log:         opts.Logger.With("action", name),
+		clock:       opts.Clock,
 		done:        opts.Done,
 		durable:     opts.Durable,
 		pending:     map[string][]*item{},
 		backoffs:    map[string]time.Time{},
+		rearm:       make(chan struct{}, 1),
 		retire:      make(chan struct{}),
 		handedOff:   make(chan struct{}),
 	}
@@ -175,8 +189,9 @@ func (q *Queue) Halt() {
 func (q *Queue) Stopped() <-chan struct{} { return q.handedOff }
 
 // Run delivers until ctx is done, then drains for up to grace, and returns after
-// every worker has exited. What is still queued then is logged by event id. If
-// HandOff is called first, Run hands its backlog over and returns.
+// every worker and the queue's timer have exited. What is still queued then is
+// logged by event id. If HandOff is called first, Run hands its backlog over
+// and returns.
 func (q *Queue) Run(ctx context.Context, grace time.Duration) error {
 	defer close(q.handedOff)
 	q.mu.Lock()
@@ -194,6 +209,8 @@ func (q *Queue) Run(ctx context.Context, grace time.Duration) error {
 	if halted {
 		cancelWork()
 	}
+	stopTimer := q.startTimer()
+	defer stopTimer()
 	var wg sync.WaitGroup
 	for range q.concurrency {
 		wg.Go(func() { q.work(workCtx) })
@@ -201,47 +218,21 @@ func (q *Queue) Run(ctx context.Context, grace time.Duration) error {
 	select {
 	case <-ctx.Done():
 	case <-q.retire:
-		q.mu.Lock()
-		q.stop = true
-		q.mu.Unlock()
-		q.cond.Broadcast()
+		q.stopWorkers()
 		wg.Wait() // attempts in flight finish: their outcome decides what moves
 		q.moveBacklog()
 		return nil
 	}
-	q.mu.Lock()
-	n, halted := q.total, q.stop
-	q.mu.Unlock()
-	if n > 0 && !halted {
-		q.log.Info("draining the action's queue before stopping", "events", n, "for up to", grace.String())
-	}
-	drained := make(chan struct{})
-	deadline := time.Now().Add(grace)
-	go func() {
-		q.mu.Lock()
-		for q.total > 0 && !q.stop && !q.idleUntil(deadline) {
-			q.cond.Wait()
-		}
-		idle := q.total > 0 && !q.stop
-		q.mu.Unlock()
-		if idle {
-			q.log.Info("nothing can be attempted before the shutdown grace period ends (the action is down or its events back off past it): stopping now")
-		}
-		close(drained)
-	}()
-	timer := time.NewTimer(grace)
-	select {
-	case <-drained:
-	case <-timer.C:
-	}
-	timer.Stop()
+	q.drain(grace, cancelWork, &wg)
+	q.abandon()
+	return nil
+}
+
+// stopWorkers makes every worker exit once its attempt in flight, if any,
+// has ended.
+func (q *Queue) stopWorkers() {
 	q.mu.Lock()
 	q.stop = true
 	q.mu.Unlock()
 	q.cond.Broadcast()
-	cancelWork() // aborts attempts still running
-	wg.Wait()
-	<-drained
-	q.abandon()
-	return nil
 }

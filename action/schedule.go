@@ -29,7 +29,7 @@ func (q *Queue) next() (key string, it *item, probe bool, ok bool) {
 			return "", nil, false, false
 		}
 		h := &q.health
-		if len(q.ready) > 0 && (!h.down || (!h.probing && !time.Now().Before(h.nextProbe))) {
+		if len(q.ready) > 0 && (!h.down || (!h.probing && !q.clock.Now().Before(h.nextProbe))) {
 			break
 		}
 		q.cond.Wait()
@@ -75,7 +75,7 @@ func (q *Queue) settle(key string, it *item, probe bool, err error) {
 	var f *Failure
 	errors.As(err, &f)
 	receiverDown := err != nil && (f == nil || !f.Permanent && !f.OneEvent)
-	if now := time.Now(); !receiverDown || !now.Before(it.countAt) {
+	if now := q.clock.Now(); !receiverDown || !now.Before(it.countAt) {
 		it.attempts++
 		it.countAt = now.Add(q.retry.step(it.attempts) / 2) // the earliest its own jittered retry could come
 	}
@@ -127,9 +127,11 @@ func (q *Queue) finish(key string) {
 	q.cond.Broadcast()
 }
 
+// giveUp logs and counts a delivery that failed for good, then finishes it.
+// The log line comes first: whoever sees the count finds it written.
 func (q *Queue) giveUp(key string, it *item, reason string, err error) {
-	q.failed.Add(1)
 	q.log.Error("delivery failed: "+reason, "id", it.d.Payload.ID, "rule", it.d.Payload.Rule, "attempts", it.attempts, "err", err)
+	q.failed.Add(1)
 	q.finish(key)
 }
 
@@ -152,7 +154,7 @@ func (q *Queue) retryAlone(key string, it *item, f *Failure, err error) {
 		wait = ra
 	}
 	q.mu.Lock()
-	now := time.Now()
+	now := q.clock.Now()
 	q.backoffs[key] = now.Add(wait)
 	warn := now.Sub(q.warned) >= time.Minute
 	if warn {
@@ -164,14 +166,6 @@ func (q *Queue) retryAlone(key string, it *item, f *Failure, err error) {
 	} else {
 		q.log.Debug("delivery failed; retrying", "id", it.d.Payload.ID, "attempt", it.attempts, "wait", wait.String(), "err", err)
 	}
+	q.rearmTimer()     // the queue's timer hands key back when its backoff is over
 	q.cond.Broadcast() // a drain waits for what it can still deliver
-	time.AfterFunc(wait, func() {
-		q.mu.Lock()
-		delete(q.backoffs, key)
-		if !q.stop {
-			q.ready = append(q.ready, key)
-		}
-		q.mu.Unlock()
-		q.cond.Broadcast()
-	})
 }
