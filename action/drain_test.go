@@ -41,19 +41,6 @@ func TestRetryAfterIsClampedToMaxBackoff(t *testing.T) {
 	waitFor(t, "both deliveries after maxBackoff, not after Retry-After: 3600", 10*time.Second, func() bool { return q.Stats().Delivered == 2 })
 }
 
-// runFor runs q with the given grace period and returns what stops it: cancel
-// starts the drain, and the returned channel says how long Run took after it.
-func runFor(q *Queue, grace time.Duration) (cancel func(), took <-chan time.Duration) {
-	ctx, stop := context.WithCancel(context.Background())
-	var stopped atomic.Pointer[time.Time]
-	out := make(chan time.Duration, 1)
-	go func() {
-		_ = q.Run(ctx, grace)
-		out <- time.Since(*stopped.Load())
-	}()
-	return func() { now := time.Now(); stopped.Store(&now); stop() }, out
-}
-
 // A drain that nothing can use stops at once: the action is down with its
 // next probe past the grace period, or each event backs off past it. A drain
 // with an attempt due within the grace period waits for it and delivers.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -16,72 +15,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
-	"github.com/dynwatch/dynwatch/internal/testenv"
 )
 
-// delivery makes the delivery of event seq of object obj.
-func delivery(obj string, seq int) *event.Delivery {
-	pl := &event.Payload{
-		ID:        fmt.Sprintf("uid-%s:%d:update", obj, seq),
-		Type:      event.Update,
-		Rule:      "r",
-		Namespace: "ns",
-		Name:      obj,
-		Object:    json.RawMessage(fmt.Sprintf(`{"seq":%d}`, seq)),
-	}
-	b, _ := json.Marshal(pl)
-	return &event.Delivery{Payload: pl, JSON: b, Key: "ns/" + obj}
-}
-
-// webhook builds a webhook sender from YAML, through the config loader.
-func webhook(t *testing.T, spec string) *Webhook {
-	t.Helper()
-	f, err := config.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
-actions:
-  - name: hook
-    webhook: `+spec+`
-rules: [{name: r, resources: [{kind: ConfigMap}], actions: [hook]}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, ferr := Compile(f.Config.Actions[0])
-	if ferr != nil {
-		t.Fatal(ferr)
-	}
-	s, _, err := a.Build(Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.(*Webhook)
-}
-
-// runQueue runs q until the test ends.
-func runQueue(t *testing.T, q *Queue) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		if err := q.Run(ctx, 5*time.Second); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		close(done)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-}
-
-var waitFor = testenv.WaitFor
-
-// logBuffer collects a queue's logs at debug level.
-type logBuffer struct{ testenv.Buffer }
-
-func (l *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// The receiver answers 500, then 429 with Retry-After: 1, then hangs past the
 // timeout, then 200 for good. Every event still arrives, in order per object,
 // with exactly three retries, and the retry after the 429 waits at least 1s.
 func TestWebhookRetriesEveryFailureKind(t *testing.T) {
@@ -354,10 +290,6 @@ func TestShutdownGrace(t *testing.T) {
 		}
 	})
 }
-
-type senderFunc func(context.Context, *event.Delivery) error
-
-func (f senderFunc) Send(ctx context.Context, d *event.Delivery) error { return f(ctx, d) }
 
 func TestBodyTemplate(t *testing.T) {
 	got := make(chan string, 2)

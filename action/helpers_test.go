@@ -1,14 +1,100 @@
 package action
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testenv"
 )
+
+// The package's shared test helpers: deliveries, senders built through the
+// config loader, and running a queue.
+
+// delivery makes the delivery of event seq of object obj.
+func delivery(obj string, seq int) *event.Delivery {
+	pl := &event.Payload{
+		ID:        fmt.Sprintf("uid-%s:%d:update", obj, seq),
+		Type:      event.Update,
+		Rule:      "r",
+		Namespace: "ns",
+		Name:      obj,
+		Object:    json.RawMessage(fmt.Sprintf(`{"seq":%d}`, seq)),
+	}
+	b, _ := json.Marshal(pl)
+	return &event.Delivery{Payload: pl, JSON: b, Key: "ns/" + obj}
+}
+
+// webhook builds a webhook sender from YAML, through the config loader.
+func webhook(t *testing.T, spec string) *Webhook {
+	t.Helper()
+	f, err := config.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
+actions:
+  - name: hook
+    webhook: `+spec+`
+rules: [{name: r, resources: [{kind: ConfigMap}], actions: [hook]}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ferr := Compile(f.Config.Actions[0])
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	s, _, err := a.Build(Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.(*Webhook)
+}
+
+// runQueue runs q until the test ends.
+func runQueue(t *testing.T, q *Queue) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		if err := q.Run(ctx, 5*time.Second); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		close(done)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+var waitFor = testenv.WaitFor
+
+// logBuffer collects a queue's logs at debug level.
+type logBuffer struct{ testenv.Buffer }
+
+func (l *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// senderFunc is a Sender written as a function.
+type senderFunc func(context.Context, *event.Delivery) error
+
+func (f senderFunc) Send(ctx context.Context, d *event.Delivery) error { return f(ctx, d) }
+
+// runFor runs q with the given grace period and returns what stops it: cancel
+// starts the drain, and the returned channel says how long Run took after it.
+func runFor(q *Queue, grace time.Duration) (cancel func(), took <-chan time.Duration) {
+	ctx, stop := context.WithCancel(context.Background())
+	var stopped atomic.Pointer[time.Time]
+	out := make(chan time.Duration, 1)
+	go func() {
+		_ = q.Run(ctx, grace)
+		out <- time.Since(*stopped.Load())
+	}()
+	return func() { now := time.Now(); stopped.Store(&now); stop() }, out
+}
 
 // testSource is the CloudEvents source the sink tests build their actions with.
 const testSource = "https://api.test:6443"
