@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/internal/testenv"
@@ -84,16 +86,17 @@ type senderFunc func(context.Context, *event.Delivery) error
 func (f senderFunc) Send(ctx context.Context, d *event.Delivery) error { return f(ctx, d) }
 
 // runFor runs q with the given grace period and returns what stops it: cancel
-// starts the drain, and the returned channel says how long Run took after it.
+// starts the drain, and the returned channel says how long Run took after it,
+// on q's clock.
 func runFor(q *Queue, grace time.Duration) (cancel func(), took <-chan time.Duration) {
 	ctx, stop := context.WithCancel(context.Background())
 	var stopped atomic.Pointer[time.Time]
 	out := make(chan time.Duration, 1)
 	go func() {
 		_ = q.Run(ctx, grace)
-		out <- time.Since(*stopped.Load())
+		out <- q.clock.Since(*stopped.Load())
 	}()
-	return func() { now := time.Now(); stopped.Store(&now); stop() }, out
+	return func() { now := q.clock.Now(); stopped.Store(&now); stop() }, out
 }
 
 // testSource is the CloudEvents source the sink tests build their actions with.
@@ -188,5 +191,89 @@ func checkOrder(t testing.TB, got map[string][]int, objects []string, n int, dup
 		if want != n {
 			t.Errorf("object %s: got %v, want 0..%d", o, seqs, n-1)
 		}
+	}
+}
+
+// newFakeClock returns a fake clock for a queue's options.
+func newFakeClock() *clocktesting.FakeClock {
+	return clocktesting.NewFakeClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+}
+
+// settled reports whether nothing in q can happen before its clock moves: no
+// attempt is in flight or may start now, and no backoff is over.
+func (q *Queue) settled() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stop || q.closed {
+		return true
+	}
+	if len(q.pending)-len(q.ready)-len(q.backoffs) > 0 {
+		return false // an attempt in flight, or a key between two states
+	}
+	now := q.clock.Now()
+	for _, at := range q.backoffs {
+		if !at.After(now) {
+			return false // the timer hands it back now
+		}
+	}
+	h := q.health
+	return len(q.ready) == 0 || h.down && !h.probing && now.Before(h.nextProbe)
+}
+
+// tick is how far the fake clock moves when a settled queue waits for no
+// time of its own (for a test's event, or a drain's grace period).
+const tick = 10 * time.Millisecond
+
+// moveClock moves fc by at most up to (never back): to q's next wake-up once
+// q has settled, else not at all, and waits a moment of real time.
+func moveClock(fc *clocktesting.FakeClock, q *Queue, upTo time.Time) {
+	now := fc.Now()
+	if q.settled() && now.Before(upTo) {
+		to := now.Add(tick)
+		q.mu.Lock()
+		if next, ok := q.nextWake(now); ok {
+			to = next
+		}
+		q.mu.Unlock()
+		if to.After(upTo) {
+			to = upTo
+		}
+		fc.SetTime(to)
+	}
+	time.Sleep(50 * time.Microsecond)
+}
+
+// waitOnClock is waitFor on q's fake clock: it moves fc as q needs (to its
+// next backoff or probe whenever nothing else can happen) until cond holds,
+// and fails the test if that takes more than limit on fc (and then 5s more of
+// real time for what needs no clock), or a minute.
+func waitOnClock(t *testing.T, fc *clocktesting.FakeClock, q *Queue, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	end, deadline := fc.Now().Add(limit), time.Now().Add(time.Minute)
+	for !cond() {
+		if !fc.Now().Before(end) {
+			for real := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+				if time.Now().After(real) {
+					t.Fatalf("%s: not within %s (on the fake clock)", what, limit)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within a minute of real time, at %s on the fake clock", what, limit-end.Sub(fc.Now()))
+		}
+		moveClock(fc, q, end)
+	}
+}
+
+// sleepOnClock lets d pass on q's fake clock, q doing meanwhile what it would.
+func sleepOnClock(t *testing.T, fc *clocktesting.FakeClock, q *Queue, d time.Duration) {
+	t.Helper()
+	end, deadline := fc.Now().Add(d), time.Now().Add(time.Minute)
+	for fc.Now().Before(end) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not pass on the fake clock within a minute", d)
+		}
+		moveClock(fc, q, end)
 	}
 }

@@ -20,7 +20,9 @@ import (
 
 // timeout, then 200 for good. Every event still arrives, in order per object,
 // with exactly three retries, and the retry after the 429 waits at least 1s.
+// The queue's backoff runs on a fake clock.
 func TestWebhookRetriesEveryFailureKind(t *testing.T) {
+	fc := newFakeClock() // the queue's backoff; the request timeout is the webhook's, in real time
 	var (
 		mu        sync.Mutex
 		requests  int
@@ -42,7 +44,7 @@ func TestWebhookRetriesEveryFailureKind(t *testing.T) {
 		requests++
 		n := requests
 		if at, ok := lastFail[id]; ok {
-			afterWait[id] = time.Since(at)
+			afterWait[id] = fc.Since(at)
 			delete(lastFail, id)
 		}
 		mu.Unlock()
@@ -53,7 +55,7 @@ func TestWebhookRetriesEveryFailureKind(t *testing.T) {
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusTooManyRequests)
 			mu.Lock()
-			lastFail[id] = time.Now()
+			lastFail[id] = fc.Now()
 			mu.Unlock()
 		case 3:
 			select { // past the 300ms timeout
@@ -72,7 +74,7 @@ func TestWebhookRetriesEveryFailureKind(t *testing.T) {
 
 	// maxBackoff 2s: a Retry-After is honoured up to maxBackoff.
 	w := webhook(t, fmt.Sprintf(`{url: %q, timeout: 300ms, retry: {max: 5, initialBackoff: 20ms, maxBackoff: 2s}}`, srv.URL))
-	q := NewQueue("hook", w, QueueOptions{Concurrency: 4, Retry: Retry{Max: 5, Initial: 20 * time.Millisecond, MaxBackoff: 2 * time.Second}})
+	q := NewQueue("hook", w, QueueOptions{Concurrency: 4, Retry: Retry{Max: 5, Initial: 20 * time.Millisecond, MaxBackoff: 2 * time.Second}, Clock: fc})
 	runQueue(t, q)
 	objects := []string{"a", "b", "c"}
 	for seq := range 4 {
@@ -80,7 +82,7 @@ func TestWebhookRetriesEveryFailureKind(t *testing.T) {
 			q.Enqueue(delivery(o, seq))
 		}
 	}
-	waitFor(t, "12 deliveries", 20*time.Second, func() bool { return q.Stats().Delivered == 12 })
+	waitOnClock(t, fc, q, "12 deliveries", 20*time.Second, func() bool { return q.Stats().Delivered == 12 })
 	mu.Lock()
 	defer mu.Unlock()
 	for _, o := range objects {
