@@ -4,5 +4,5 @@
 // of action kinds.
 //
 // It imports config, payload and event; never rules, plan, state or the
-// daemon (a durable queue is the watcher's, through QueueOptions.Done).
+// daemon (a durable queue is the watcher's, an Outbox in QueueOptions).
 package action

@@ -79,7 +79,7 @@ func (q *Queue) abandon() {
 		for _, it := range list {
 			left++
 			q.abandoned.Add(1)
-			if q.durable {
+			if q.outbox != nil {
 				q.log.Info("not delivered before shutdown; kept on disk for the next start", "id", it.d.Payload.ID, "rule", it.d.Payload.Rule)
 			} else {
 				q.log.Error("not delivered before shutdown", "id", it.d.Payload.ID, "rule", it.d.Payload.Rule)
@@ -88,7 +88,7 @@ func (q *Queue) abandon() {
 	}
 	switch {
 	case left == 0:
-	case q.durable:
+	case q.outbox != nil:
 		q.log.Warn("stopped with undelivered events; they are kept on disk and delivered after the next start", "events", left)
 	default:
 		q.log.Error("stopped with undelivered events; they are lost", "events", left)

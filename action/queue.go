@@ -3,6 +3,7 @@ package action
 import (
 	"context"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,8 +30,7 @@ type Queue struct {
 	concurrency int
 	log         *slog.Logger
 	clock       clock.Clock
-	done        func(*event.Delivery)
-	durable     bool
+	outbox      Outbox // nil: what is queued is in memory only
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -70,18 +70,18 @@ type QueueOptions struct {
 	// (events' backoffs, probes, the shutdown grace period). Default: the
 	// real clock; tests pass a fake one.
 	Clock clock.Clock
-	// Done, when set, is called once a delivery is finished with: delivered, or
-	// given up (and logged). A durable queue removes it from disk there.
-	Done func(*event.Delivery)
-	// Durable says that what is queued is also on disk: what is left at
-	// shutdown is delivered after the next start, not lost.
-	Durable bool
+	// Outbox, when set, keeps the deliveries on disk: Size does not apply,
+	// and what is left at shutdown is delivered after the next start.
+	Outbox Outbox
 }
 
 // NewQueue returns a queue named name that delivers through sender.
 func NewQueue(name string, sender Sender, opts QueueOptions) *Queue {
 	if opts.Size <= 0 {
 		opts.Size = 10000
+	}
+	if opts.Outbox != nil {
+		opts.Size = math.MaxInt // on disk already: refusing one would lose it
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
@@ -100,8 +100,7 @@ func NewQueue(name string, sender Sender, opts QueueOptions) *Queue {
 		concurrency: opts.Concurrency,
 		log:         opts.Logger.With("action", name),
 		clock:       opts.Clock,
-		done:        opts.Done,
-		durable:     opts.Durable,
+		outbox:      opts.Outbox,
 		pending:     map[string][]*item{},
 		backoffs:    map[string]time.Time{},
 		rearm:       make(chan struct{}, 1),
@@ -185,7 +184,7 @@ func (q *Queue) Halt() {
 }
 
 // Stopped is closed once Run has returned: every attempt has ended and every
-// Done callback has run.
+// Outbox.Done call has returned.
 func (q *Queue) Stopped() <-chan struct{} { return q.handedOff }
 
 // Run delivers until ctx is done, then drains for up to grace, and returns after

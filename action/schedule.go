@@ -121,8 +121,8 @@ func (q *Queue) finish(key string) {
 	if f, ok := q.sender.(Finisher); ok {
 		f.Finished(head.d)
 	}
-	if q.done != nil {
-		q.done(head.d)
+	if q.outbox != nil {
+		q.outbox.Done(head.d)
 	}
 	q.cond.Broadcast()
 }

@@ -14,7 +14,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"math"
 	"os"
 	"reflect"
 	"strings"
@@ -209,9 +208,8 @@ func (w *Watcher) newQueue(a *action.Action) (*queueRun, error) {
 	if w.durable != nil {
 		// Accepted events are on disk: the memory queue refuses none, and what
 		// is left at shutdown is delivered after the next start.
-		opts.Size, opts.Durable = math.MaxInt, true
 		name, marks := a.Spec.Name, w.durable.marks
-		opts.Done = func(d *event.Delivery) {
+		opts.Outbox = action.OutboxFunc(func(d *event.Delivery) {
 			if d.Seq == 0 {
 				return
 			}
@@ -224,7 +222,7 @@ func (w *Watcher) newQueue(a *action.Action) (*queueRun, error) {
 					w.log.Error("state: cannot mark a delivery done; it may be delivered again after a restart", "id", id, "err", err)
 				}
 			})
-		}
+		})
 	}
 	return &queueRun{spec: a.Spec, closer: closer, q: action.NewQueue(a.Spec.Name, sender, opts)}, nil
 }
