@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
 )
 
@@ -62,8 +63,8 @@ type Queue struct {
 
 // QueueOptions configure a Queue.
 type QueueOptions struct {
-	Size        int // default 10000
-	Concurrency int // default 4
+	Size        int // default config.DefaultQueueSize
+	Concurrency int // default config.DefaultConcurrency
 	Retry       Retry
 	Logger      *slog.Logger
 	// Clock is what the queue reads the time from and sets its one timer on
@@ -78,13 +79,13 @@ type QueueOptions struct {
 // NewQueue returns a queue named name that delivers through sender.
 func NewQueue(name string, sender Sender, opts QueueOptions) *Queue {
 	if opts.Size <= 0 {
-		opts.Size = 10000
+		opts.Size = config.DefaultQueueSize
 	}
 	if opts.Outbox != nil {
 		opts.Size = math.MaxInt // on disk already: refusing one would lose it
 	}
 	if opts.Concurrency <= 0 {
-		opts.Concurrency = 4
+		opts.Concurrency = config.DefaultConcurrency
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

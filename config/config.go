@@ -490,18 +490,6 @@ func (l *LogSpec) validate(*validator, string) {}
 
 var envRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-// redactURL shows a URL without its path and query, which may hold a token;
-// one that does not parse is shown as written only if it has no path.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.Host != "" {
-		return u.Scheme + "://" + u.Host + "/…"
-	}
-	if i := strings.IndexAny(raw, "/?"); i >= 0 {
-		return raw[:i] + "…"
-	}
-	return raw
-}
-
 // expandEnv replaces ${VAR} in s from the environment and reports each variable
 // that is not set at p.
 func expandEnv(v *validator, p, s string) string {
@@ -529,7 +517,7 @@ func (w *WebhookSpec) validate(v *validator, p string) {
 	if w.URL == "" {
 		v.errf(p+".url", "required")
 	} else if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		v.errf(p+".url", "want an absolute http or https URL, got %q", redactURL(w.URL))
+		v.errf(p+".url", "want an absolute http or https URL, got %q", RedactURL(w.URL))
 	}
 	if w.Method == "" {
 		w.Method = "POST"
