@@ -1,15 +1,46 @@
 package action
 
-import "time"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
-// after returns the wait a receiver's Retry-After asks for, at most
-// MaxBackoff: one 503 with "Retry-After: 3600" must not hold an action for an
-// hour when its retry policy says it waits 5m at most.
-func (r Retry) after(f *Failure) time.Duration {
-	if f == nil {
-		return 0
+// drain delivers what it can for up to grace once Run's context has ended,
+// then stops the workers, aborts the attempts still running and waits for
+// them. It stops sooner when everything is delivered, or when nothing can be
+// attempted before the grace period ends.
+func (q *Queue) drain(grace time.Duration, cancelWork context.CancelFunc, workers *sync.WaitGroup) {
+	q.mu.Lock()
+	n, halted := q.total, q.stop
+	q.mu.Unlock()
+	if n > 0 && !halted {
+		q.log.Info("draining the action's queue before stopping", "events", n, "for up to", grace.String())
 	}
-	return min(f.RetryAfter, r.MaxBackoff)
+	drained := make(chan struct{})
+	deadline := q.clock.Now().Add(grace)
+	go func() {
+		q.mu.Lock()
+		for q.total > 0 && !q.stop && !q.idleUntil(deadline) {
+			q.cond.Wait()
+		}
+		idle := q.total > 0 && !q.stop
+		q.mu.Unlock()
+		if idle {
+			q.log.Info("nothing can be attempted before the shutdown grace period ends (the action is down or its events back off past it): stopping now")
+		}
+		close(drained)
+	}()
+	timer := q.clock.NewTimer(grace)
+	select {
+	case <-drained:
+	case <-timer.C():
+	}
+	timer.Stop()
+	q.stopWorkers()
+	cancelWork() // aborts attempts still running
+	workers.Wait()
+	<-drained
 }
 
 // idleUntil reports whether nothing can be attempted before deadline: no
@@ -35,4 +66,31 @@ func (q *Queue) idleUntil(deadline time.Time) bool {
 		}
 	}
 	return true
+}
+
+// abandon closes the queue and logs what is left in it: each event by id, and
+// the total.
+func (q *Queue) abandon() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	left := 0
+	for _, list := range q.pending {
+		for _, it := range list {
+			left++
+			q.abandoned.Add(1)
+			if q.outbox != nil {
+				q.log.Info("not delivered before shutdown; kept on disk for the next start", "id", it.d.Payload.ID, "rule", it.d.Payload.Rule)
+			} else {
+				q.log.Error("not delivered before shutdown", "id", it.d.Payload.ID, "rule", it.d.Payload.Rule)
+			}
+		}
+	}
+	switch {
+	case left == 0:
+	case q.outbox != nil:
+		q.log.Warn("stopped with undelivered events; they are kept on disk and delivered after the next start", "events", left)
+	default:
+		q.log.Error("stopped with undelivered events; they are lost", "events", left)
+	}
 }

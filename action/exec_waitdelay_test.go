@@ -74,3 +74,24 @@ func TestExecNonZeroExitWithABackgroundChildSaysItsExitStatus(t *testing.T) {
 		t.Errorf("error = %q, want the exit status and the output, not a timeout", msg)
 	}
 }
+
+// A command that exits 0 but leaves a child in the background holding its
+// stdout is a success, delivered once: not a failure retried retry.max times.
+func TestExecBackgroundChildHoldingStdoutIsASuccess(t *testing.T) {
+	x, out := execAction(t, "background", "10s")
+	var logs logBuffer
+	q := NewQueue("x", x, QueueOptions{Retry: Retry{Max: 2, Initial: time.Millisecond, MaxBackoff: time.Millisecond}, Logger: logs.logger()})
+	runQueue(t, q)
+	q.Enqueue(delivery("o", 1))
+	waitFor(t, "the delivery", 20*time.Second, func() bool { st := q.Stats(); return st.Delivered+st.Failed > 0 })
+	if raw, err := os.ReadFile(out); err == nil {
+		if pid, _ := strconv.Atoi(string(raw)); pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+		}
+	}
+	if st := q.Stats(); st.Delivered != 1 || st.Failed != 0 || st.Retries != 0 {
+		t.Errorf("stats = %+v, want one delivery, no retry, no failure\n%s", st, logs.String())
+	}
+}

@@ -81,15 +81,6 @@ func Compile(spec config.ActionSpec) (*Action, *FieldError) {
 	return nil, &FieldError{Err: fmt.Errorf("no action kind %q", name)}
 }
 
-// KindNames returns the names of the kinds in the table.
-func KindNames() []string {
-	out := make([]string, len(kinds))
-	for i, k := range kinds {
-		out[i] = k.name
-	}
-	return out
-}
-
 func retryOf(rs config.RetrySpec) Retry {
 	return Retry{Max: *rs.Max, Initial: rs.InitialBackoff.Std(), MaxBackoff: rs.MaxBackoff.Std()}
 }

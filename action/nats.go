@@ -105,7 +105,7 @@ func newNATS(spec *config.NATSSpec, subject textOrTemplate, source string) (*NAT
 func natsWhere(urls string) string {
 	parts := strings.Split(urls, ",")
 	for i, u := range parts {
-		parts[i] = Where(strings.TrimSpace(u))
+		parts[i] = config.RedactURL(strings.TrimSpace(u))
 	}
 	return strings.Join(parts, ",")
 }

@@ -25,6 +25,7 @@ import (
 // is back the whole backlog arrives within a probe interval (at least every
 // 2 s, as documented), at full concurrency and in order per object, although
 // the events' own backoff (maxBackoff 30s) would have them wait much longer.
+// The outage and the backoff run on a fake clock.
 func TestReceiverDownThenBack(t *testing.T) {
 	const objects, updates, outage = 40, 3, 4 * time.Second
 	var (
@@ -69,21 +70,22 @@ func TestReceiverDownThenBack(t *testing.T) {
 
 	var logs logBuffer
 	w := webhook(t, fmt.Sprintf(`{url: %q}`, srv.URL))
-	q := NewQueue("hook", w, QueueOptions{Concurrency: 4, Retry: Retry{Max: 1000, Initial: 50 * time.Millisecond, MaxBackoff: 30 * time.Second}, Logger: logs.logger()})
+	fc := newFakeClock()
+	q := NewQueue("hook", w, QueueOptions{Concurrency: 4, Retry: Retry{Max: 1000, Initial: 50 * time.Millisecond, MaxBackoff: 30 * time.Second}, Logger: logs.logger(), Clock: fc})
 	runQueue(t, q)
-	start := time.Now()
+	start := fc.Now()
 	for u := range updates {
 		for o := range objects {
 			q.Enqueue(delivery(fmt.Sprint("obj", o), u))
 		}
-		time.Sleep(outage / updates / 2)
+		sleepOnClock(t, fc, q, outage/updates/2)
 	}
-	time.Sleep(time.Until(start.Add(outage)))
+	sleepOnClock(t, fc, q, start.Add(outage).Sub(fc.Now()))
 	requestsWhileDown := downCalls.Load()
 	down.Store(false)
-	back := time.Now()
-	waitFor(t, "the backlog", 30*time.Second, func() bool { return q.Stats().Delivered == objects*updates })
-	drain := time.Since(back)
+	back := fc.Now()
+	waitOnClock(t, fc, q, "the backlog", 30*time.Second, func() bool { return q.Stats().Delivered == objects*updates })
+	drain := fc.Since(back)
 	t.Logf("outage %s: %d requests while down; backlog of %d delivered %s after the receiver came back", outage, requestsWhileDown, objects*updates, drain.Round(time.Millisecond))
 
 	// The documented probe interval is at most 2 s; 2 s more for the backlog
@@ -134,6 +136,7 @@ func TestReceiverDownThenBack(t *testing.T) {
 // A command that fails on one object only backs off that object alone: the
 // action never counts as down, the other objects are delivered meanwhile, the
 // first failure is a WARN with the reason, and exhausted retries an ERROR.
+// The backoff runs on a fake clock.
 func TestOneEventFailsAlone(t *testing.T) {
 	f, err := config.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
 actions:
@@ -145,17 +148,18 @@ rules: [{name: r, resources: [{kind: ConfigMap}], actions: [x]}]
 		t.Fatal(err)
 	}
 	var logs logBuffer
-	q := NewQueue("x", NewExec(f.Config.Actions[0].Exec), QueueOptions{Concurrency: 2, Retry: Retry{Max: 2, Initial: 300 * time.Millisecond, MaxBackoff: time.Second}, Logger: logs.logger()})
+	fc := newFakeClock()
+	q := NewQueue("x", NewExec(f.Config.Actions[0].Exec), QueueOptions{Concurrency: 2, Retry: Retry{Max: 2, Initial: 300 * time.Millisecond, MaxBackoff: time.Second}, Logger: logs.logger(), Clock: fc})
 	runQueue(t, q)
 	q.Enqueue(delivery("bad", 0))
 	for o := range 10 {
 		q.Enqueue(delivery(fmt.Sprint("ok", o), 0))
 	}
-	waitFor(t, "the good objects", 10*time.Second, func() bool { return q.Stats().Delivered == 10 })
+	waitOnClock(t, fc, q, "the good objects", 10*time.Second, func() bool { return q.Stats().Delivered == 10 })
 	if st := q.Stats(); st.Failed != 0 {
 		t.Errorf("the bad object gave up before the others were delivered: %+v", st)
 	}
-	waitFor(t, "the bad object to give up", 10*time.Second, func() bool { return q.Stats().Failed == 1 })
+	waitOnClock(t, fc, q, "the bad object to give up", 10*time.Second, func() bool { return q.Stats().Failed == 1 })
 	if down, _ := q.Down(); down || q.Stats().Outages != 0 {
 		t.Errorf("one failing event took the action down: %+v", q.Stats())
 	}

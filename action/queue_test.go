@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -16,75 +15,14 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
-	"github.com/dynwatch/dynwatch/internal/testenv"
 )
 
-// delivery makes the delivery of event seq of object obj.
-func delivery(obj string, seq int) *event.Delivery {
-	pl := &event.Payload{
-		ID:        fmt.Sprintf("uid-%s:%d:update", obj, seq),
-		Type:      event.Update,
-		Rule:      "r",
-		Namespace: "ns",
-		Name:      obj,
-		Object:    json.RawMessage(fmt.Sprintf(`{"seq":%d}`, seq)),
-	}
-	b, _ := json.Marshal(pl)
-	return &event.Delivery{Payload: pl, JSON: b, Key: "ns/" + obj}
-}
-
-// webhook builds a webhook sender from YAML, through the config loader.
-func webhook(t *testing.T, spec string) *Webhook {
-	t.Helper()
-	f, err := config.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
-actions:
-  - name: hook
-    webhook: `+spec+`
-rules: [{name: r, resources: [{kind: ConfigMap}], actions: [hook]}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, ferr := Compile(f.Config.Actions[0])
-	if ferr != nil {
-		t.Fatal(ferr)
-	}
-	s, _, err := a.Build(Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.(*Webhook)
-}
-
-// runQueue runs q until the test ends.
-func runQueue(t *testing.T, q *Queue) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		if err := q.Run(ctx, 5*time.Second); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		close(done)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-}
-
-var waitFor = testenv.WaitFor
-
-// logBuffer collects a queue's logs at debug level.
-type logBuffer struct{ testenv.Buffer }
-
-func (l *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// The receiver answers 500, then 429 with Retry-After: 1, then hangs past the
 // timeout, then 200 for good. Every event still arrives, in order per object,
 // with exactly three retries, and the retry after the 429 waits at least 1s.
+// The queue's backoff runs on a fake clock.
 func TestWebhookRetriesEveryFailureKind(t *testing.T) {
+	fc := newFakeClock() // the queue's backoff; the request timeout is the webhook's, in real time
 	var (
 		mu        sync.Mutex
 		requests  int
@@ -106,7 +44,7 @@ func TestWebhookRetriesEveryFailureKind(t *testing.T) {
 		requests++
 		n := requests
 		if at, ok := lastFail[id]; ok {
-			afterWait[id] = time.Since(at)
+			afterWait[id] = fc.Since(at)
 			delete(lastFail, id)
 		}
 		mu.Unlock()
@@ -117,7 +55,7 @@ func TestWebhookRetriesEveryFailureKind(t *testing.T) {
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusTooManyRequests)
 			mu.Lock()
-			lastFail[id] = time.Now()
+			lastFail[id] = fc.Now()
 			mu.Unlock()
 		case 3:
 			select { // past the 300ms timeout
@@ -136,7 +74,7 @@ func TestWebhookRetriesEveryFailureKind(t *testing.T) {
 
 	// maxBackoff 2s: a Retry-After is honoured up to maxBackoff.
 	w := webhook(t, fmt.Sprintf(`{url: %q, timeout: 300ms, retry: {max: 5, initialBackoff: 20ms, maxBackoff: 2s}}`, srv.URL))
-	q := NewQueue("hook", w, QueueOptions{Concurrency: 4, Retry: Retry{Max: 5, Initial: 20 * time.Millisecond, MaxBackoff: 2 * time.Second}})
+	q := NewQueue("hook", w, QueueOptions{Concurrency: 4, Retry: Retry{Max: 5, Initial: 20 * time.Millisecond, MaxBackoff: 2 * time.Second}, Clock: fc})
 	runQueue(t, q)
 	objects := []string{"a", "b", "c"}
 	for seq := range 4 {
@@ -144,7 +82,7 @@ func TestWebhookRetriesEveryFailureKind(t *testing.T) {
 			q.Enqueue(delivery(o, seq))
 		}
 	}
-	waitFor(t, "12 deliveries", 20*time.Second, func() bool { return q.Stats().Delivered == 12 })
+	waitOnClock(t, fc, q, "12 deliveries", 20*time.Second, func() bool { return q.Stats().Delivered == 12 })
 	mu.Lock()
 	defer mu.Unlock()
 	for _, o := range objects {
@@ -354,10 +292,6 @@ func TestShutdownGrace(t *testing.T) {
 		}
 	})
 }
-
-type senderFunc func(context.Context, *event.Delivery) error
-
-func (f senderFunc) Send(ctx context.Context, d *event.Delivery) error { return f(ctx, d) }
 
 func TestBodyTemplate(t *testing.T) {
 	got := make(chan string, 2)

@@ -16,7 +16,8 @@ import (
 // drain's waiter on the same condition. The scene that puts the drain's wait
 // ahead of the worker's: the action is down, its probe event has used its
 // retries, and the pure wake-up at the next probe time finds nothing to do;
-// another event backs off on its own for longer than the test waits.
+// another event backs off on its own for longer than the test waits. On a
+// fake clock: the 20 scenes take no waiting for the probe schedule.
 func TestEnqueueDuringDrainWakesAWorker(t *testing.T) {
 	t.Parallel()
 	for i := range 20 {
@@ -40,8 +41,9 @@ func enqueueDuringDrain(t *testing.T) bool {
 		close(delivered)
 		return nil
 	})
+	fc := newFakeClock()
 	q := NewQueue("x", s, QueueOptions{Concurrency: 1, Retry: Retry{Max: 1, Initial: time.Millisecond, MaxBackoff: time.Minute},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: fc})
 	cancel, took := runFor(q, time.Minute)
 	defer func() { cancel(); q.Halt(); <-took }() // cancel again: a failure may come before the drain
 	q.Enqueue(delivery("alone", 1))
@@ -53,14 +55,16 @@ func enqueueDuringDrain(t *testing.T) bool {
 	q.Enqueue(delivery("down", 1))
 	cancel()
 	<-probeFailed
-	<-probeFailed // its retries used: given up, and the next probe is set
-	waitFor(t, "the probe event given up", 10*time.Second, func() bool { return q.Stats().Failed == 1 })
+	// its retries used: given up, and the next probe is set
+	waitOnClock(t, fc, q, "the probe event given up", 10*time.Second, func() bool { return q.Stats().Failed == 1 })
+	<-probeFailed
 	q.mu.Lock()
 	next := q.health.nextProbe
 	q.mu.Unlock()
 	// Only sets the scene (that wake-up cannot be seen from here): whenever B
 	// comes, a worker can take it at once as the next probe.
-	time.Sleep(time.Until(next) + 20*time.Millisecond) // the pure wake-up at nextProbe has come and gone
+	fc.SetTime(next.Add(20 * time.Millisecond))
+	time.Sleep(20 * time.Millisecond) // the pure wake-up at nextProbe has come and gone
 	q.Enqueue(delivery("b", 1))
 	select {
 	case <-delivered:

@@ -25,8 +25,8 @@ import (
 // process-wide default one, so that its TLS settings and timeouts are its own.
 type Webhook struct {
 	url string
-	// where is the URL as logs and errors show it: scheme and host only, since
-	// a path or query often holds a token (Slack, Teams).
+	// where is the URL as logs and errors show it (config.RedactURL): scheme
+	// and host only, since a path or query often holds a token (Slack, Teams).
 	where   string
 	method  string
 	headers map[string]string
@@ -61,7 +61,7 @@ func NewWebhook(spec *config.WebhookSpec, body *template.Template) (*Webhook, er
 	transport.MaxIdleConnsPerHost = 32
 	w := &Webhook{
 		url:     spec.URL,
-		where:   Where(spec.URL),
+		where:   config.RedactURL(spec.URL),
 		method:  spec.Method,
 		headers: spec.Headers,
 		client: &http.Client{
@@ -156,13 +156,4 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
-}
-
-// Where returns a URL as dynwatch's logs show it: scheme and host only.
-func Where(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(unparsable URL)"
-	}
-	return u.Scheme + "://" + u.Host
 }

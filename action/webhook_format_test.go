@@ -195,14 +195,15 @@ func checkChatSchema(t *testing.T, format string, body []byte) string {
 func containsWord(text, s string) bool { return strings.Contains(text, s) }
 
 // A chat receiver's 429 with Retry-After: the queue waits that long before
-// the retry, and the message then arrives.
+// the retry, and the message then arrives. On a fake clock.
 func TestWebhookChat429RetryAfter(t *testing.T) {
 	t.Parallel()
+	fc := newFakeClock()
 	var mu sync.Mutex
 	var at []time.Time
 	srv, got := formatRecorder(t, func(n int, w http.ResponseWriter) bool {
 		mu.Lock()
-		at = append(at, time.Now())
+		at = append(at, fc.Now())
 		mu.Unlock()
 		if n == 1 {
 			w.Header().Set("Retry-After", "1")
@@ -212,10 +213,10 @@ func TestWebhookChat429RetryAfter(t *testing.T) {
 		return false
 	})
 	w := buildAction(t, fmt.Sprintf(`webhook: {url: %q, format: slack}`, srv.URL))
-	q := NewQueue("chat", w, QueueOptions{Concurrency: 1, Retry: Retry{Max: 5, Initial: 10 * time.Millisecond, MaxBackoff: 10 * time.Second}, Logger: (&logBuffer{}).logger()})
+	q := NewQueue("chat", w, QueueOptions{Concurrency: 1, Retry: Retry{Max: 5, Initial: 10 * time.Millisecond, MaxBackoff: 10 * time.Second}, Logger: (&logBuffer{}).logger(), Clock: fc})
 	runQueue(t, q)
 	q.Enqueue(cmDelivery("a", 0))
-	waitFor(t, "the message to be delivered", 10*time.Second, func() bool { return q.Stats().Delivered == 1 })
+	waitOnClock(t, fc, q, "the message to be delivered", 10*time.Second, func() bool { return q.Stats().Delivered == 1 })
 	if n := len(got()); n != 2 {
 		t.Fatalf("%d requests, want 2", n)
 	}

@@ -153,24 +153,12 @@ func (a *ActionSpec) validate(v *validator, p string) {
 
 func (l *LogSpec) validate(*validator, string) {}
 
-// redactURL shows a URL without its path and query, which may hold a token;
-// one that does not parse is shown as written only if it has no path.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.Host != "" {
-		return u.Scheme + "://" + u.Host + "/…"
-	}
-	if i := strings.IndexAny(raw, "/?"); i >= 0 {
-		return raw[:i] + "…"
-	}
-	return raw
-}
-
 func (w *WebhookSpec) validate(v *validator, p string) {
 	v.reportEnv(p + ".url")
 	if w.URL == "" {
 		v.errf(p+".url", "required")
 	} else if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		v.errf(p+".url", "want an absolute http or https URL, got %q", redactURL(w.URL))
+		v.errf(p+".url", "want an absolute http or https URL, got %q", RedactURL(w.URL))
 	}
 	if strings.ToUpper(w.Method) != w.Method || strings.ContainsAny(w.Method, " \t/") {
 		v.errf(p+".method", "want an upper-case HTTP method such as POST, got %q", w.Method)

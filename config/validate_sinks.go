@@ -111,7 +111,7 @@ func (n *NATSSpec) validate(v *validator, p string) {
 		}
 		u, err := url.Parse(strings.TrimSpace(one))
 		if err != nil || u.Host == "" || !slices.Contains([]string{"nats", "tls", "ws", "wss"}, u.Scheme) {
-			v.errf(p+".url", "want a nats://, tls://, ws:// or wss:// URL, got %q", redactURL(strings.TrimSpace(one)))
+			v.errf(p+".url", "want a nats://, tls://, ws:// or wss:// URL, got %q", RedactURL(strings.TrimSpace(one)))
 		}
 	}
 	if n.Subject == "" {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"reflect"
 	"slices"
 	"sync"
@@ -88,8 +87,7 @@ func (s *actionSet) newQueue(a *action.Action) (*queueRun, error) {
 	if s.durable != nil {
 		// Accepted events are on disk: the memory queue refuses none, and what
 		// is left at shutdown is delivered after the next start.
-		opts.Size, opts.Durable = math.MaxInt, true
-		opts.Done = s.durable.outbox.of(a.Spec.Name).Done
+		opts.Outbox = s.durable.outbox.of(a.Spec.Name)
 	}
 	return &queueRun{spec: a.Spec, closer: closer, q: action.NewQueue(a.Spec.Name, sender, opts)}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/dynwatch/dynwatch/action"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/state"
 )
@@ -37,7 +38,7 @@ func (o *outbox) put(tx *state.Tx, rs []routed) error {
 // for the pager to read (see pager.offer).
 func (o *outbox) offer(rs []routed) { o.pager.offer(rs) }
 
-var _ interface{ Done(*event.Delivery) } = actionOutbox{}
+var _ action.Outbox = actionOutbox{}
 
 // of returns the named action's outbox, which its queue tells when it is done
 // with a delivery.

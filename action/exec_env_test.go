@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // A command gets PATH and the few variables passedEnv names from dynwatch's
@@ -51,27 +48,6 @@ func TestExecEnvironmentIsMinimal(t *testing.T) {
 	}
 	if strings.Contains(string(raw), "s3cret-token") {
 		t.Errorf("a secret of dynwatch's environment reached the command:\n%s", raw)
-	}
-}
-
-// A command that exits 0 but leaves a child in the background holding its
-// stdout is a success, delivered once: not a failure retried retry.max times.
-func TestExecBackgroundChildHoldingStdoutIsASuccess(t *testing.T) {
-	x, out := execAction(t, "background", "10s")
-	var logs logBuffer
-	q := NewQueue("x", x, QueueOptions{Retry: Retry{Max: 2, Initial: time.Millisecond, MaxBackoff: time.Millisecond}, Logger: logs.logger()})
-	runQueue(t, q)
-	q.Enqueue(delivery("o", 1))
-	waitFor(t, "the delivery", 20*time.Second, func() bool { st := q.Stats(); return st.Delivered+st.Failed > 0 })
-	if raw, err := os.ReadFile(out); err == nil {
-		if pid, _ := strconv.Atoi(string(raw)); pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			var ws syscall.WaitStatus
-			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-		}
-	}
-	if st := q.Stats(); st.Delivered != 1 || st.Failed != 0 || st.Retries != 0 {
-		t.Errorf("stats = %+v, want one delivery, no retry, no failure\n%s", st, logs.String())
 	}
 }
 

@@ -1,0 +1,50 @@
+package action
+
+// HandOff makes next the action's queue from now on: this queue's Run stops
+// taking new attempts, lets those in flight finish, moves its backlog, in
+// order, ahead of what next holds, and returns; later Enqueue calls go to next.
+// next must not run before that: HandOff makes next's Run wait for it. A
+// reload that changes an action's settings loses none of its backlog.
+func (q *Queue) HandOff(next *Queue) {
+	q.mu.Lock()
+	q.successor = next
+	q.mu.Unlock()
+	next.mu.Lock()
+	next.after = q.handedOff
+	next.mu.Unlock()
+	close(q.retire)
+}
+
+// Follow makes next's Run wait until this queue's has returned, without
+// moving anything to next: for a queue whose backlog next gets from elsewhere
+// (a durable queue's, read again from disk). This queue must be stopping.
+func (q *Queue) Follow(next *Queue) {
+	next.mu.Lock()
+	next.after = q.handedOff
+	next.mu.Unlock()
+}
+
+// moveBacklog hands every queued delivery to the successor, each object's in
+// order and ahead of any the successor already holds for it, and closes q.
+func (q *Queue) moveBacklog() {
+	q.mu.Lock()
+	pending := q.pending
+	q.pending, q.ready, q.total, q.closed = map[string][]*item{}, nil, 0, true
+	next := q.successor
+	q.mu.Unlock()
+	moved := 0
+	next.mu.Lock()
+	for key, list := range pending {
+		if _, busy := next.pending[key]; !busy {
+			next.ready = append(next.ready, key)
+		}
+		next.pending[key] = append(list, next.pending[key]...)
+		next.total += len(list)
+		moved += len(list)
+	}
+	next.mu.Unlock()
+	next.cond.Broadcast()
+	if moved > 0 {
+		q.log.Info("action changed: its backlog moves to the new settings, in order", "events", moved)
+	}
+}

@@ -1,0 +1,75 @@
+package action
+
+import "time"
+
+// maxProbeInterval caps the wait between probes of an action that is down: a
+// probe is one request, so a receiver that is back is found within this long
+// however long it was down. Events' retries still count on their own schedule.
+const maxProbeInterval = 2 * time.Second
+
+// health is whether the action's receiver is down, and its probe schedule.
+type health struct {
+	down      bool
+	since     time.Time // when it went down
+	failures  int       // consecutive failed probes
+	probing   bool      // a probe is in flight
+	nextProbe time.Time
+	waiting   int // most deliveries queued while down
+}
+
+// failing records a failure of the receiver: the action goes down (logged
+// once, with the reason and how much is queued), and a failed probe sets the
+// next one on the backoff schedule, or after the receiver's Retry-After.
+func (q *Queue) failing(probe bool, f *Failure, err error) {
+	q.mu.Lock()
+	h := &q.health
+	wentDown := !h.down
+	if wentDown {
+		*h = health{down: true, since: q.clock.Now(), waiting: q.total}
+	}
+	if !wentDown && !probe {
+		// An attempt that began before the action went down: it does not count
+		// as a probe, but a Retry-After it brought still holds the probe back.
+		if ra := q.retry.after(f); ra > 0 {
+			h.nextProbe = later(h.nextProbe, q.clock.Now().Add(ra))
+			q.rearmTimer()
+		}
+		q.mu.Unlock()
+		q.cond.Broadcast()
+		return
+	}
+	h.failures++
+	wait := min(q.retry.backoff(h.failures), maxProbeInterval)
+	if ra := q.retry.after(f); ra > 0 {
+		wait = ra // the receiver knows best when it can take more, within maxBackoff
+	}
+	h.nextProbe, h.probing = q.clock.Now().Add(wait), false
+	depth, failures := q.total, h.failures
+	q.mu.Unlock()
+	if wentDown {
+		q.outages.Add(1)
+		q.log.Warn("action failing: delivering one probe at a time on the backoff schedule until it recovers", "queued", depth, "err", err)
+	}
+	q.rearmTimer() // the queue's timer wakes a worker for the next probe
+	q.log.Debug("probe failed", "failures", failures, "next in", wait.String(), "err", err)
+}
+
+// up records that the receiver answered: if the action was down, it is up
+// again and the backlog goes at full concurrency.
+func (q *Queue) up() {
+	q.mu.Lock()
+	h := q.health
+	q.health = health{}
+	q.mu.Unlock()
+	if h.down {
+		q.log.Info("action recovered: delivering the backlog", "downFor", q.clock.Since(h.since).Round(time.Millisecond).String(), "waited", h.waiting, "probes", h.failures+1)
+		q.cond.Broadcast()
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,38 @@
+package action
+
+import (
+	"context"
+	"time"
+
+	"github.com/dynwatch/dynwatch/event"
+)
+
+// Sender makes one delivery attempt. It returns nil on success, a *Failure that
+// says whether and when to retry, or any other error (retried).
+type Sender interface {
+	Send(ctx context.Context, d *event.Delivery) error
+}
+
+// Finisher is a Sender that keeps something per delivery across attempts
+// (kafka: its record not acknowledged yet). The queue calls Finished once it
+// is done with d, delivered or given up, so that nothing is kept for ever.
+type Finisher interface {
+	Finished(d *event.Delivery)
+}
+
+// Failure is a failed attempt with what the receiver said about retrying.
+type Failure struct {
+	Err error
+	// Permanent failures are not retried (a 4xx other than 408 and 429).
+	Permanent bool
+	// RetryAfter is the receiver's Retry-After, if it gave one.
+	RetryAfter time.Duration
+	// OneEvent marks a failure of this event alone while the receiver works (a
+	// command that ran and failed on this payload): the event backs off on its
+	// own and the others go on. Any other failure means the receiver is down:
+	// the whole action backs off, one probe at a time.
+	OneEvent bool
+}
+
+func (f *Failure) Error() string { return f.Err.Error() }
+func (f *Failure) Unwrap() error { return f.Err }
