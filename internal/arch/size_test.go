@@ -53,7 +53,6 @@ func lineCount(b []byte) int {
 }
 
 func TestFilesAreShort(t *testing.T) {
-	t.Skip("enabled once #20's splits land")
 	long, err := longFiles(root(t), maxFileLines)
 	if err != nil {
 		t.Fatal(err)
