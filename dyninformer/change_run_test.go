@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testenv"
 )
 
 // SetThen's hook runs before any informer the call adds starts, even when Run
@@ -19,8 +20,8 @@ import (
 // that came first would be routed by the previous one.
 func TestSetThenHookPrecedesInformersWhenRunStartsMeanwhile(t *testing.T) {
 	d := dynamic.NewForConfigOrDie(cluster(t))
-	ns := namespace(t, d)
-	if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), configMap("a", "1"), metav1.CreateOptions{FieldManager: "test"}); err != nil {
+	ns := testenv.Namespace(t, d)
+	if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), labelledConfigMap(ns, "a", "1"), metav1.CreateOptions{FieldManager: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	client, err := NewClient(cluster(t))

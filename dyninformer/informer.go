@@ -29,7 +29,10 @@ type entry struct {
 	moved bool
 	// epoch is the Set call that started the informer.
 	epoch uint64
-	calls handlerCalls
+	// pending marks an entry a SetThen added and has yet to start, once its
+	// hook has run; Run leaves it to that SetThen (m.mu guards it).
+	pending bool
+	calls   handlerCalls
 
 	mu       sync.Mutex
 	lastErr  string

@@ -126,7 +126,11 @@ func (m *Manager) SetThen(watches []Watch, lists Lists, before func(Change)) Cha
 	// one (another version of the resource) comes before the last of the old.
 	m.mu.Lock()
 	for _, e := range added {
-		if m.entries[e.watch.Key()] == e && e.cancel == nil && m.ctx != nil {
+		if m.entries[e.watch.Key()] != e {
+			continue // a later Set stopped it
+		}
+		e.pending = false
+		if e.cancel == nil && m.ctx != nil {
 			m.start(e)
 		}
 	}
@@ -169,6 +173,7 @@ func (m *Manager) setLocked(watches []Watch, lists Lists) (started []Started, ep
 		e.epoch = epoch
 		m.entries[k] = e
 		started = append(started, Started{Watch: w, Moved: e.moved})
+		e.pending = true
 		added = append(added, e)
 	}
 	return started, epoch, stopped, added
@@ -233,7 +238,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.ctx = ctx
 	for _, e := range m.entries {
-		m.start(e)
+		if !e.pending { // a SetThen between its phases starts its own after its hook
+			m.start(e)
+		}
 	}
 	m.mu.Unlock()
 
