@@ -133,7 +133,7 @@ func TestLostLeaseWithoutStateStandsBy(t *testing.T) {
 	if _, err := d.o.Kube.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, "the event to be queued", 30*time.Second, func() bool { return queued(w, "out") == 1 })
+	testenv.WaitFor(t, "the event to be queued", 30*time.Second, func() bool { return enqueued(w, "out") == 1 })
 	steal(t, d.o.Kube, ns, "dynwatch")
 	testenv.WaitFor(t, "this replica to lose the Lease", 30*time.Second, func() bool { return !d.acting.Load() })
 	testenv.WaitFor(t, "this replica to lead again, or stop", 30*time.Second, func() bool {
@@ -145,11 +145,11 @@ func TestLostLeaseWithoutStateStandsBy(t *testing.T) {
 	}
 }
 
-// queued is how many of action's deliveries w holds, queued or in flight.
-func queued(w *watcher.Watcher, action string) int {
+// enqueued is how many deliveries w's queues of action accepted.
+func enqueued(w *watcher.Watcher, action string) uint64 {
 	for _, s := range w.QueueSamples() {
 		if s.Action == action {
-			return s.Depth
+			return s.Enqueued
 		}
 	}
 	return 0

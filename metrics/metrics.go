@@ -21,6 +21,9 @@ type QueueSample struct {
 	Action                              string
 	Delivered, Retries, Failed, Dropped uint64
 	Depth                               int
+	// Enqueued is how many deliveries the action's queues accepted (not
+	// served as a series: deliveries_total says what became of them).
+	Enqueued uint64
 }
 
 // WatchSample is one watch at scrape time.

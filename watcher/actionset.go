@@ -244,7 +244,7 @@ func (s *startedQueues) sample(name string) metrics.QueueSample {
 		st = addStats(st, q.Stats())
 		depth += q.Len()
 	}
-	return metrics.QueueSample{Action: name, Delivered: st.Delivered, Retries: st.Retries, Failed: st.Failed, Dropped: st.Dropped, Depth: depth}
+	return metrics.QueueSample{Action: name, Delivered: st.Delivered, Retries: st.Retries, Failed: st.Failed, Dropped: st.Dropped, Depth: depth, Enqueued: st.Enqueued}
 }
 
 func addStats(a, b action.Stats) action.Stats {
