@@ -46,6 +46,13 @@ type Options struct {
 	Dir string
 	// APIServerArgs are extra kube-apiserver flags (e.g. --watch-cache=false).
 	APIServerArgs []string
+	// FeatureGates are kube-apiserver feature gates to turn on, e.g.
+	// ShardedListAndWatch (server-side sharded list and watch).
+	FeatureGates []string
+	// AuditLog records every request (level Metadata: its requestURI with the
+	// query) in Env.AuditLog, one JSON event a line: a way for a test to see
+	// what a client asked for.
+	AuditLog bool
 
 	// ports picks n free ports (default freePorts); a test of the retry on a
 	// port taken meanwhile sets it.
@@ -69,6 +76,8 @@ type Env struct {
 	EtcdURL string
 	// Dir is the working directory; logs are etcd.log and kube-apiserver.log.
 	Dir string
+	// AuditLog is the API server's audit log when Options.AuditLog is set.
+	AuditLog string
 
 	caData   []byte
 	procs    []*process
@@ -177,6 +186,11 @@ func start(opts Options) (env *Env, err error) {
 		"--disable-admission-plugins=ServiceAccount",
 		"--allow-privileged=true",
 	}, opts.APIServerArgs...)
+	more, err := e.extraArgs(opts)
+	if err != nil {
+		return nil, err
+	}
+	apiArgs = append(apiArgs, more...)
 	if err := e.spawn(filepath.Join(opts.BinDir, "kube-apiserver"), "kube-apiserver.log", apiArgs...); err != nil {
 		return nil, err
 	}
