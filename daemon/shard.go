@@ -24,7 +24,7 @@ func (d *daemon) setShard() error {
 		return err
 	}
 	d.shard = dyninformer.NewShard(s.Count, index, s.By == config.ShardByNamespace)
-	d.o.Informers = d.o.Informers.WithShard(d.shard)
+	d.o.Informers = d.o.Informers.WithShard(d.shard, d.log)
 	d.metrics.SetShard(index, s.Count)
 	d.log.Info("shard: this process keeps the objects of its share only", "shard", d.shard.String(), "selector", d.shard.Selector())
 	return nil

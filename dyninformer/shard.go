@@ -2,6 +2,7 @@ package dyninformer
 
 import (
 	"fmt"
+	"log/slog"
 	"math/big"
 	"sync"
 
@@ -90,6 +91,7 @@ func (s Shard) matches(o runtime.Object) bool {
 // server: the API server or an aggregated one), whether the server filters
 // by shardSelector, as its last list answered.
 type serverSharding struct {
+	log     *slog.Logger
 	mu      sync.Mutex
 	filters map[string]bool
 }

@@ -65,7 +65,7 @@ func TestShardListAndWatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			shard := NewShard(2, 1, false)
-			c := base.WithShard(shard)
+			c := base.WithShard(shard, nil)
 			want := map[string]bool{}
 			for _, uid := range uids {
 				if shard.Owns(uid, ns) {

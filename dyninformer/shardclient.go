@@ -21,11 +21,15 @@ import (
 // watch carries it only where the last list said the server filters; a
 // watch-list (sendInitialEvents), which is a relist without a list, asks
 // first with a one-object list.
-func (c *Client) WithShard(s Shard) *Client {
+// log (default slog.Default()) says once per group/version which filters.
+func (c *Client) WithShard(s Shard, log *slog.Logger) *Client {
 	if !s.Sharded() {
 		return c
 	}
-	return &Client{rest: c.rest, shard: s, server: &serverSharding{filters: map[string]bool{}}}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Client{rest: c.rest, shard: s, server: &serverSharding{filters: map[string]bool{}, log: log}}
 }
 
 // Shard returns the client's shard; Sharded() is false for a client of
@@ -62,7 +66,7 @@ func (c *Client) shardList(gvr schema.GroupVersionResource, opts *metav1.ListOpt
 			if filters {
 				how = "by the server"
 			}
-			slog.Info("shard: objects of other shards are dropped "+how, "groupVersion", gv, "shard", c.shard.String())
+			c.server.log.Info("shard: objects of other shards are dropped "+how, "groupVersion", gv, "shard", c.shard.String())
 		}
 		l.Items = c.keep(l.Items)
 	}

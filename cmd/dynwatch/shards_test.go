@@ -33,7 +33,7 @@ type shardSet struct {
 	bases []string
 }
 
-func startShards(t *testing.T, dir, ns string, count int) *shardSet {
+func startShards(t *testing.T, env *testenv.Env, dir, ns string, count int) *shardSet {
 	t.Helper()
 	s := &shardSet{}
 	for i := range count {
@@ -52,7 +52,7 @@ rules:
 `, filepath.Join(own, "state.db"), count, ns))
 		p := startProcWith(t, func(c *exec.Cmd) {
 			c.Env = append(c.Environ(), fmt.Sprintf("POD_NAME=dynwatch-%d", i))
-		}, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+		}, "run", "--config", cfg, "--kubeconfig", env.Kubeconfig)
 		s.procs = append(s.procs, p)
 		s.bases = append(s.bases, "http://"+servedAddr(p))
 	}
@@ -127,7 +127,58 @@ func TestShardsEachEventOnceAndReshard(t *testing.T) {
 	d := dynamic.NewForConfigOrDie(cp.Config)
 	ns := testenv.Namespace(t, d)
 	dir := t.TempDir()
-	two := startShards(t, dir, ns, 2)
+	two, uids := twoShardsOnce(t, cp, d, dir, ns)
+	two.stop()
+	reshardTo3(t, d, dir, ns, uids)
+}
+
+// With the API server filtering (ShardedListAndWatch), two shards deliver
+// each event once, each receiving and caching only its share: every list and
+// watch they make of the objects carries the shard's selector.
+func TestShardsServerFilter(t *testing.T) {
+	gated, err := testenv.Start(testenv.Options{FeatureGates: []string{"ShardedListAndWatch"}, AuditLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gated.Stop()
+	d := dynamic.NewForConfigOrDie(gated.Config)
+	ns := testenv.Namespace(t, d)
+	two, _ := twoShardsOnce(t, gated, d, t.TempDir(), ns)
+	two.stop()
+	for i, p := range two.procs {
+		if !strings.Contains(p.stderr.String(), "objects of other shards are dropped by the server") {
+			t.Errorf("shard %d does not say the server filters:\n%s", i, p.stderr.String())
+		}
+	}
+	evs, err := gated.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lists, watches int
+	for _, ev := range evs {
+		if !strings.HasPrefix(ev.RequestURI, "/api/v1/namespaces/"+ns+"/configmaps?") || (ev.Verb != "list" && ev.Verb != "watch") || !strings.HasPrefix(ev.UserAgent, "dynwatch/") {
+			continue
+		}
+		if ev.Verb == "list" {
+			lists++
+		} else {
+			watches++
+		}
+		if !strings.Contains(ev.RequestURI, "shardSelector=shardRange") {
+			t.Errorf("%s without its shardSelector: %s", ev.Verb, ev.RequestURI)
+		}
+	}
+	if lists < 2 || watches < 2 {
+		t.Errorf("%d lists and %d watches of the shards in the audit log, want two of each at least", lists, watches)
+	}
+}
+
+// twoShardsOnce runs two shards on 1000 new objects: each event once between
+// them, each its own objects', each caching its share. It returns the
+// shards, running, and the objects' uids by name.
+func twoShardsOnce(t *testing.T, env *testenv.Env, d dynamic.Interface, dir, ns string) (*shardSet, map[string]string) {
+	t.Helper()
+	two := startShards(t, env, dir, ns, 2)
 	for i, base := range two.bases {
 		if v := metricValue(t, base, fmt.Sprintf(`dynwatch_shard{count="2",index="%d"}`, i)); v != 1 {
 			t.Errorf("shard %d: dynwatch_shard = %d", i, v)
@@ -166,8 +217,13 @@ func TestShardsEachEventOnceAndReshard(t *testing.T) {
 	if len(uids) != 1000 {
 		t.Fatalf("%d objects delivered, want 1000", len(uids))
 	}
-	two.stop()
+	return two, uids
+}
 
+// reshardTo3 changes objects while no shard runs, then starts three shards
+// on the state the two left.
+func reshardTo3(t *testing.T, d dynamic.Interface, dir, ns string, uids map[string]string) {
+	t.Helper()
 	// While stopped: 100 updated, 50 deleted, 20 created.
 	ri := d.Resource(cmsGVR).Namespace(ns)
 	for i := range 100 {
@@ -187,7 +243,7 @@ func TestShardsEachEventOnceAndReshard(t *testing.T) {
 	}
 	createCMs(t, d, ns, "gap", 20)
 
-	three := startShards(t, dir, ns, 3)
+	three := startShards(t, cp, dir, ns, 3)
 	createCMs(t, d, ns, "live", 100)
 	testenv.WaitFor(t, "100 live adds", 60*time.Second, func() bool {
 		n := 0
