@@ -121,7 +121,7 @@ func (c *Client) filterWatch(w watch.Interface) watch.Interface {
 // Unsharded returns the client of everything that c shards (c itself when it
 // does not): what every shard watches whole, the CRDs.
 func (c *Client) Unsharded() *Client {
-	if !c.shard.Sharded() {
+	if c == nil || !c.shard.Sharded() {
 		return c
 	}
 	return &Client{rest: c.rest}
