@@ -145,13 +145,13 @@ func shardGoals(side string, count int, figs []shardFigures, one, floor shardFig
 	row := func(what string, r ratio, has bool) string {
 		mean := r.sum / float64(count)
 		if !has {
-			return fmt.Sprintf("| %s, %d shards, %s filter | %.3f | %.3f | (none) | |", what, count, side, mean, r.worst)
+			return fmt.Sprintf("| %s, %d shards, %s filter | %.4f | %.4f | (none) | |", what, count, side, mean, r.worst)
 		}
 		met := "met"
 		if mean > goal {
 			met = "**not met**"
 		}
-		return fmt.Sprintf("| %s, %d shards, %s filter | %.3f | %.3f | ≤ %.3f | %s |", what, count, side, mean, r.worst, goal, met)
+		return fmt.Sprintf("| %s, %d shards, %s filter | %.4f | %.4f | ≤ %.4f | %s |", what, count, side, mean, r.worst, goal, met)
 	}
 	return []string{row("peak RSS", rss, true), row("bytes received", recv, side == "server"), row("CPU", cpu, false)}
 }

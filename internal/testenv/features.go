@@ -8,10 +8,9 @@ import (
 	"strings"
 )
 
-// extraArgs are the kube-apiserver flags of Options.FeatureGates and
-// Options.AuditLog.
-func (e *Env) extraArgs(opts Options) ([]string, error) {
-	var args []string
+// extraArgs appends to args the kube-apiserver flags of Options.FeatureGates
+// and Options.AuditLog.
+func (e *Env) extraArgs(opts Options, args []string) ([]string, error) {
 	if len(opts.FeatureGates) > 0 {
 		gates := make([]string, len(opts.FeatureGates))
 		for i, g := range opts.FeatureGates {
