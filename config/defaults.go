@@ -12,6 +12,8 @@ const (
 	DefaultShutdownGrace = 30 * time.Second
 	// DefaultStallAfter is server.stallAfter.
 	DefaultStallAfter = 5 * time.Minute
+	// DefaultShardBy is shards.by.
+	DefaultShardBy = ShardByUID
 
 	// DefaultLeaseName is leaderElection.name.
 	DefaultLeaseName = "dynwatch"
@@ -86,6 +88,9 @@ func (c *Config) applyDefaults() {
 		l.LeaseDuration = orDuration(l.LeaseDuration, DefaultLeaseDuration)
 		l.RenewDeadline = orDuration(l.RenewDeadline, DefaultRenewDeadline)
 		l.RetryPeriod = orDuration(l.RetryPeriod, DefaultRetryPeriod)
+	}
+	if c.Shards != nil {
+		c.Shards.By = orString(c.Shards.By, DefaultShardBy)
 	}
 	if c.RedactSecrets == nil || *c.RedactSecrets {
 		c.Redact = append(DefaultRedact(), c.Redact...)

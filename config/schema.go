@@ -34,6 +34,9 @@ type Config struct {
 	Server *Server `yaml:"server"`
 	// LeaderElection makes replicas elect one that acts. Default: off.
 	LeaderElection *LeaderElection `yaml:"leaderElection"`
+	// Shards split the watched objects among several processes. Default: off,
+	// one process watches everything.
+	Shards *Shards `yaml:"shards"`
 	// Redact lists the paths blanked in every payload and log line, per kind,
 	// besides the built-in Secret entry (DefaultRedact). Default: none more.
 	Redact []Redaction `yaml:"redact"`
@@ -85,6 +88,25 @@ type LeaderElection struct {
 	RenewDeadline *Duration `yaml:"renewDeadline"`
 	// RetryPeriod is how often replicas try to acquire or renew. Default: 2s.
 	RetryPeriod *Duration `yaml:"retryPeriod"`
+}
+
+// The shard keys: what an object's shard is the hash of.
+const (
+	ShardByUID       = "uid"
+	ShardByNamespace = "namespace"
+)
+
+// Shards split the watched objects among Count processes that run the same
+// config: each keeps, evaluates and records only the objects of its share.
+type Shards struct {
+	// Count is how many shards there are. Required, at least 1.
+	Count int `yaml:"count"`
+	// Index is this process's shard, 0 to Count-1. Default: the ordinal of
+	// $POD_NAME (a StatefulSet pod "dynwatch-2" is shard 2), read at start.
+	Index *int `yaml:"index"`
+	// By is what an object's shard is the hash of: uid or namespace.
+	// Default: uid.
+	By string `yaml:"by"`
 }
 
 // Redaction blanks the values at Paths in objects of Kind.

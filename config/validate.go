@@ -51,6 +51,9 @@ func (c *Config) validate(v *validator) {
 	if c.LeaderElection != nil {
 		c.LeaderElection.validate(v, "leaderElection")
 	}
+	if c.Shards != nil {
+		c.Shards.validate(v, "shards")
+	}
 	written, _ := c.writtenRedact()
 	for i := range written {
 		written[i].validate(v, fmt.Sprintf("redact[%d]", i))

@@ -68,6 +68,8 @@ type daemon struct {
 	// current is the watcher while this replica acts, nil otherwise.
 	current atomic.Pointer[watcher.Watcher]
 	acting  atomic.Bool
+	// shard is this process's shard (shard.go); everything without shards.
+	shard dyninformer.Shard
 
 	mu   sync.Mutex
 	file *plan.File // the last valid config, for the next term
@@ -89,6 +91,10 @@ func Run(ctx context.Context, o Options) error {
 	}
 	d := &daemon{o: o, log: o.Logger, file: o.File, start: time.Now()}
 	d.metrics = metrics.New(metrics.Sources{Queues: d.queueSamples, Watches: d.watchSamples, RuleErrors: d.ruleErrors})
+	if err := d.setShard(); err != nil {
+		d.log.Error("cannot start", "err", err)
+		return ErrFailed
+	}
 	stopServer, err := d.serve()
 	if err != nil {
 		d.log.Error("cannot serve metrics and health", "err", err)
@@ -241,6 +247,11 @@ func (d *daemon) openState(file *plan.File, lease context.Context) (*state.Store
 		store, err := state.Open(path)
 		switch {
 		case err == nil:
+			if err := d.reshardState(store); err != nil {
+				store.Close()
+				d.log.Error("cannot open the state", "err", err)
+				return nil, ErrFailed
+			}
 			return store, nil
 		case lease == nil || !errors.Is(err, state.ErrInUse) || time.Now().After(giveUp):
 			d.log.Error("cannot open the state", "err", err)
@@ -299,7 +310,7 @@ func (d *daemon) watchSamples() []metrics.WatchSample {
 		if st.Key.GVR.Group != "" {
 			res += "." + st.Key.GVR.Group
 		}
-		out = append(out, metrics.WatchSample{Resource: res, Namespace: st.Key.Namespace, Synced: st.Synced, LastEvent: st.LastEvent})
+		out = append(out, metrics.WatchSample{Resource: res, Namespace: st.Key.Namespace, Synced: st.Synced, LastEvent: st.LastEvent, Objects: st.Objects})
 	}
 	return out
 }

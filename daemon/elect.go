@@ -33,12 +33,13 @@ func identity(o Options) string {
 func (d *daemon) elect(ctx context.Context) error {
 	le := d.o.File.Config.LeaderElection
 	id := identity(d.o)
+	name := d.leaseName(le.Name)
 	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
+		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: name},
 		Client:     d.o.Kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
-	d.log.Info("leader election: standing by until elected", "lease", le.Namespace+"/"+le.Name, "identity", id)
+	d.log.Info("leader election: standing by until elected", "lease", le.Namespace+"/"+name, "identity", id)
 	for ctx.Err() == nil {
 		if err := d.term(ctx, lock, id); err != nil {
 			return err
@@ -65,7 +66,7 @@ func (d *daemon) term(ctx context.Context, lock resourcelock.Interface, id strin
 	)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:          lock,
-		Name:          le.Name,
+		Name:          d.leaseName(le.Name),
 		LeaseDuration: le.LeaseDuration.Std(),
 		RenewDeadline: le.RenewDeadline.Std(),
 		RetryPeriod:   le.RetryPeriod.Std(),

@@ -33,7 +33,7 @@ func (d *daemon) serve() (stop func(), err error) {
 		if !ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		_, _ = w.Write([]byte(body))
+		_, _ = w.Write([]byte(body + d.readyShard()))
 	})
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})

@@ -15,6 +15,10 @@ import (
 // object into maps.
 type Client struct {
 	rest rest.Interface
+	// shard, when sharded, is what the client keeps (WithShard, shardclient.go),
+	// and server what it learnt of the servers' filtering.
+	shard  Shard
+	server *serverSharding
 }
 
 // NewClient returns a Client for the cluster of cfg.
@@ -51,11 +55,15 @@ func path(gvr schema.GroupVersionResource, ns string) []string {
 // List reads one page of a list.
 func (c *Client) List(ctx context.Context, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) (*List, error) {
 	l := &List{}
+	sharded := c.shardList(gvr, &opts)
 	err := c.rest.Get().AbsPath(path(gvr, ns)...).
 		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion).
 		Do(ctx).Into(l)
 	if err != nil {
 		return nil, err
+	}
+	if sharded != nil {
+		sharded(l)
 	}
 	return l, nil
 }
@@ -64,7 +72,12 @@ func (c *Client) List(ctx context.Context, gvr schema.GroupVersionResource, ns s
 // errors, *metav1.Status.
 func (c *Client) Watch(ctx context.Context, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	return c.rest.Get().AbsPath(path(gvr, ns)...).
+	c.shardWatch(ctx, gvr, ns, &opts)
+	w, err := c.rest.Get().AbsPath(path(gvr, ns)...).
 		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion).
 		Watch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.filterWatch(w), nil
 }

@@ -52,6 +52,8 @@ type Status struct {
 	// LastEvent is when the watch last delivered an event or a bookmark; zero
 	// before the first.
 	LastEvent time.Time
+	// Objects is how many objects its cache holds now.
+	Objects int
 }
 
 // Statuses returns the health of every watch, sorted by key.
@@ -59,7 +61,7 @@ func (m *Manager) Statuses() []Status {
 	m.mu.Lock()
 	out := make([]Status, 0, len(m.entries))
 	for k, e := range m.entries {
-		st := Status{Key: k, Synced: e.handled != nil && e.handled.HasSynced()}
+		st := Status{Key: k, Synced: e.handled != nil && e.handled.HasSynced(), Objects: len(e.informer.GetStore().ListKeys())}
 		if ns := e.seen.Load(); ns > 0 {
 			st.LastEvent = time.Unix(0, ns)
 		}

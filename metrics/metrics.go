@@ -32,6 +32,8 @@ type WatchSample struct {
 	Synced              bool
 	// LastEvent is when it last saw an event or a bookmark; zero if never.
 	LastEvent time.Time
+	// Objects is how many objects its cache holds.
+	Objects int
 }
 
 // Sources give the samples read at scrape time; either may be nil.
@@ -148,13 +150,14 @@ var (
 	syncedDesc     = prometheus.NewDesc("dynwatch_informer_synced", "1 when the watch has listed once, else 0 (still listing, or failing: forbidden, not served).", []string{"resource", "namespace"}, nil)
 	ruleErrorsDesc = prometheus.NewDesc("dynwatch_rule_eval_errors_total", "CEL evaluations that failed (no such key, the cost limit, not a bool) and counted as false.", []string{"rule"}, nil)
 	lastEventDesc  = prometheus.NewDesc("dynwatch_watch_last_event_timestamp_seconds", "When the watch last saw an event or a bookmark.", []string{"resource", "namespace"}, nil)
+	objectsDesc    = prometheus.NewDesc("dynwatch_informer_objects", "Objects in the watch's cache (with shards, only the shard's).", []string{"resource", "namespace"}, nil)
 )
 
 // sampled reads the queues' and informers' own counts at scrape time.
 type sampled struct{ src Sources }
 
 func (s *sampled) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{deliveriesDesc, depthDesc, syncedDesc, lastEventDesc, ruleErrorsDesc} {
+	for _, d := range []*prometheus.Desc{deliveriesDesc, depthDesc, syncedDesc, lastEventDesc, ruleErrorsDesc, objectsDesc} {
 		ch <- d
 	}
 }
@@ -180,6 +183,7 @@ func (s *sampled) Collect(ch chan<- prometheus.Metric) {
 				synced = 1
 			}
 			ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, synced, w.Resource, w.Namespace)
+			ch <- prometheus.MustNewConstMetric(objectsDesc, prometheus.GaugeValue, float64(w.Objects), w.Resource, w.Namespace)
 			if !w.LastEvent.IsZero() {
 				ch <- prometheus.MustNewConstMetric(lastEventDesc, prometheus.GaugeValue, float64(w.LastEvent.UnixNano())/1e9, w.Resource, w.Namespace)
 			}

@@ -125,6 +125,9 @@ type Output struct {
 	// Lease, with leader election, is the one Lease the replicas may get,
 	// create and update.
 	Lease *ServiceAccount
+	// LeaseShards, when above 0, is shards.count: each shard elects on its
+	// own Lease, Lease.Name-INDEX.
+	LeaseShards int
 }
 
 // CheckAccess writes, for each rule, the resources it resolves to and whether

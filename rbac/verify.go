@@ -82,7 +82,7 @@ func strictJSON(raw []byte, v any) error {
 func verifyRule(pr rbacv1.PolicyRule, lease bool) error {
 	if lease && slices.Equal(pr.APIGroups, []string{"coordination.k8s.io"}) && slices.Equal(pr.Resources, []string{"leases"}) && len(pr.NonResourceURLs) == 0 {
 		switch {
-		case slices.Equal(pr.Verbs, []string{"get", "update"}) && len(pr.ResourceNames) == 1 && named(pr.ResourceNames[0]):
+		case slices.Equal(pr.Verbs, []string{"get", "update"}) && len(pr.ResourceNames) >= 1 && !slices.ContainsFunc(pr.ResourceNames, func(n string) bool { return !named(n) }):
 			return nil
 		case slices.Equal(pr.Verbs, []string{"create"}) && len(pr.ResourceNames) == 0:
 			return nil

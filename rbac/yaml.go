@@ -53,9 +53,14 @@ func WriteYAML(w io.Writer, grants []Grant, out Output) error {
 		docs = append(docs, doc{obj: role(ns, "dynwatch", policyRules(byNS[ns]))}, doc{obj: binding(ns, "dynwatch", subject)})
 	}
 	if l := out.Lease; l != nil {
+		names, say := []string{l.Name}, "Leader election: the replicas share the Lease "+l.Namespace+"/"+l.Name+"."
+		if out.LeaseShards > 0 {
+			names = shardLeases(l.Name, out.LeaseShards)
+			say = fmt.Sprintf("Leader election: each shard's replicas share its Lease, %s/%s-0 to -%d.", l.Namespace, l.Name, out.LeaseShards-1)
+		}
 		docs = append(docs,
-			doc{obj: role(l.Namespace, "dynwatch-leader-election", leaseRules(l.Name)),
-				comments: []string{"Leader election: the replicas share the Lease " + l.Namespace + "/" + l.Name + "."}},
+			doc{obj: role(l.Namespace, "dynwatch-leader-election", leaseRules(names)),
+				comments: []string{say}},
 			doc{obj: binding(l.Namespace, "dynwatch-leader-election", subject)})
 	}
 	for i, d := range docs {
@@ -122,12 +127,12 @@ func binding(ns, name string, subjects []rbacv1.Subject) *rbacv1.RoleBinding {
 		RoleRef: roleRef("Role", name), Subjects: subjects}
 }
 
-// leaseRules are get and update on the one Lease leader election uses, by
-// name; create cannot be limited to a name in RBAC, so it is its own rule (the
+// leaseRules are get and update on the Leases leader election uses (one, or
+// one a shard), by name; create cannot be limited to a name in RBAC, so it is its own rule (the
 // first replica creates the Lease).
-func leaseRules(name string) []rbacv1.PolicyRule {
+func leaseRules(names []string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{name}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: names, Verbs: []string{"get", "update"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 	}
 }
@@ -149,6 +154,15 @@ func policyRules(grants []Grant) []rbacv1.PolicyRule {
 		res := byGroup[g]
 		slices.Sort(res)
 		out = append(out, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: slices.Compact(res), Verbs: Verbs})
+	}
+	return out
+}
+
+// shardLeases are the Leases of count shards: name-0 to name-(count-1).
+func shardLeases(name string, count int) []string {
+	out := make([]string, count)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", name, i)
 	}
 	return out
 }

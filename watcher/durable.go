@@ -112,6 +112,7 @@ func (d *durable) startListing(watches []dyninformer.Started, lists dyninformer.
 			// Records of all namespaces cover one namespace too.
 			scope := watchScope(w.Key())
 			l.baseline = tx.HasBaseline(scope) || tx.HasBaseline(scope.Resource.In(""))
+			l.resharded = tx.Resharded(scope) || tx.Resharded(scope.Resource.In(""))
 			return nil
 		})
 		d.listing[w.Key()] = l
@@ -188,7 +189,7 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 	d.commits.Submit(len(ev.Object)+len(ev.OldObject), func(tx *state.Tx) error {
 		evs := []*event.Event{ev}
 		var known restart.Known
-		if compare {
+		if compare && !l.baselineOnly(tx, res, ev.UID) {
 			var err error
 			if known, err = l.known(tx, res, ev); err != nil {
 				return err

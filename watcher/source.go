@@ -57,7 +57,7 @@ func newSource(client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface,
 	s := &source{disc: disc, log: opts.log, refresh: opts.refresh, kicks: make(chan struct{}, 1),
 		vanished: map[scopeKey]vanishedWatch{}, vanishGrace: vanishGrace}
 	s.mgr = dyninformer.NewManager(client, handler, dyninformer.Options{Resync: opts.resync, Logger: opts.log})
-	s.crds = dyninformer.NewManager(client, func(_ dyninformer.Key, ev *event.Event) {
+	s.crds = dyninformer.NewManager(client.Unsharded(), func(_ dyninformer.Key, ev *event.Event) {
 		if ev.Type == event.Delete {
 			s.crdDeleted.note(ev.Name, time.Now())
 		}

@@ -50,7 +50,7 @@ func cmdCheck(ctx context.Context, e *env, args []string) int {
 	ok, err := rbac.CheckAccess(ctx, e.stdout, c.typed.AuthorizationV1(), file, cat)
 	if err == nil && file.Config.LeaderElection != nil {
 		var leaseOK bool
-		leaseOK, err = checkLease(ctx, e.stdout, c.typed.AuthorizationV1(), file.Config.LeaderElection)
+		leaseOK, err = checkLease(ctx, e.stdout, c.typed.AuthorizationV1(), file.Config.LeaderElection, file.Config.Shards)
 		ok = ok && leaseOK
 	}
 	if err != nil {

@@ -20,12 +20,34 @@ var leaseVerbs = []string{"get", "create", "update"}
 // checkLease asks the API server (SelfSubjectAccessReview) whether dynwatch
 // may get, create and update the Lease leader election uses, and prints the
 // verdicts; ok is false when one is denied. create is asked without the name:
-// RBAC cannot limit create to a resource name.
-func checkLease(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectAccessReviewsGetter, le *config.LeaderElection) (ok bool, err error) {
+// RBAC cannot limit create to a resource name. With shards, each shard's
+// Lease (name-INDEX) is asked about.
+func checkLease(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectAccessReviewsGetter, le *config.LeaderElection, shards *config.Shards) (ok bool, err error) {
+	names := []string{le.Name}
+	if shards != nil {
+		names = names[:0]
+		for i := range shards.Count {
+			names = append(names, fmt.Sprintf("%s-%d", le.Name, i))
+		}
+	}
+	fmt.Fprintln(w, "leaderElection:")
+	ok = true
+	for _, name := range names {
+		one, err := checkOneLease(ctx, w, ssar, le.Namespace, name)
+		if err != nil {
+			return false, err
+		}
+		ok = ok && one
+	}
+	return ok, nil
+}
+
+// checkOneLease asks about one Lease and prints its line.
+func checkOneLease(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectAccessReviewsGetter, namespace, name string) (ok bool, err error) {
 	ok = true
 	var verdicts []string
 	for _, verb := range leaseVerbs {
-		attrs := &authzv1.ResourceAttributes{Verb: verb, Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Namespace: le.Namespace, Name: le.Name}
+		attrs := &authzv1.ResourceAttributes{Verb: verb, Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Namespace: namespace, Name: name}
 		if verb == "create" {
 			attrs.Name = ""
 		}
@@ -43,6 +65,6 @@ func checkLease(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectAc
 		}
 		verdicts = append(verdicts, v)
 	}
-	fmt.Fprintf(w, "leaderElection:\n  leases.v1.coordination.k8s.io %s/%s: %s\n", le.Namespace, le.Name, strings.Join(verdicts, ", "))
+	fmt.Fprintf(w, "  leases.v1.coordination.k8s.io %s/%s: %s\n", namespace, name, strings.Join(verdicts, ", "))
 	return ok, nil
 }

@@ -64,6 +64,9 @@ func cmdRBAC(_ context.Context, e *env, args []string) int {
 	out := rbac.Output{SA: rbac.ServiceAccount{Namespace: ns, Name: name}, Source: filepath.Base(*config), Notes: notes}
 	if le := file.Config.LeaderElection; le != nil {
 		out.Lease = &rbac.ServiceAccount{Namespace: le.Namespace, Name: le.Name}
+		if sh := file.Config.Shards; sh != nil {
+			out.LeaseShards = sh.Count
+		}
 	}
 	if err := rbac.WriteYAML(e.stdout, grants, out); err != nil {
 		fmt.Fprintln(e.stderr, "dynwatch rbac:", err)

@@ -40,6 +40,7 @@ import (
 // A child is one measured process. It reports to the parent on stdout:
 //
 //	SYNCED <ns>   its initial list is done, ns after it began
+//	RECV <bytes>  response bytes received from the API server until then
 //	HEAP <bytes>  live heap after a GC, less what it held before it began
 //	LAT <ns>      one update seen, ns after the parent wrote it
 //	CPU <ns>      its CPU time so far, on the parent's "CPU" line on stdin
@@ -49,6 +50,9 @@ type child struct {
 	mode, kubeconfig, ns, state string
 	profile                     string // a directory for CPU and heap profiles
 	v                           variant
+	// shardCount and shardIndex make a dynwatch child one shard (shards.go).
+	shardCount, shardIndex int
+	recv                   *recvCounter
 
 	mu  sync.Mutex
 	out io.Writer
@@ -90,6 +94,7 @@ func runChild(c *child) error {
 		return err
 	}
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling in any mode
+	c.recv = countReceived(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if c.profile != "" {
@@ -103,6 +108,7 @@ func runChild(c *child) error {
 	start := time.Now()
 	synced := func() {
 		c.say("SYNCED %d", time.Since(start).Nanoseconds())
+		c.say("RECV %d", c.recv.n.Load())
 		h := liveHeap()
 		c.say("HEAP %d", int64(h)-int64(base))
 		if c.profile != "" {
@@ -255,6 +261,9 @@ func (c *child) dynwatch(ctx context.Context, cfg *rest.Config, synced func()) e
 	config := "apiVersion: dynwatch/v1alpha1\n"
 	if c.state != "" {
 		config += fmt.Sprintf("state: {path: %s}\n", c.state)
+	}
+	if c.shardCount > 0 {
+		config += fmt.Sprintf("shards: {count: %d, index: %d}\n", c.shardCount, c.shardIndex)
 	}
 	config += fmt.Sprintf("actions: [{name: out, log: {}}]\nrules: [{name: bench, resources: [{group: %q, resource: %s}], namespaces: [%s], actions: [out]}]\n",
 		c.v.gvr.Group, c.v.gvr.Resource, c.ns)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,10 @@ type options struct {
 	profile  string
 	interval time.Duration
 	idle     time.Duration
+	// shards are the shard counts of the sharded run; none skips it, and
+	// shardsOnly runs nothing else.
+	shards     []int
+	shardsOnly bool
 }
 
 func main() {
@@ -49,6 +54,11 @@ func main() {
 	flag.StringVar(&variantName, "variant", "", "internal: the child's objects")
 	flag.StringVar(&c.ns, "ns", "", "internal: the child's namespace")
 	flag.StringVar(&c.state, "state", "", "internal: the child's state file (dynwatch)")
+	var shards string
+	flag.StringVar(&shards, "shards", "1,2,4", "shard counts of the sharded run (each shard a process, all at once, with the server filtering and with the client filtering); empty skips it")
+	flag.BoolVar(&o.shardsOnly, "shards-only", false, "run only the sharded run")
+	flag.IntVar(&c.shardCount, "shard-count", 0, "internal: the child's shards.count (dynwatch)")
+	flag.IntVar(&c.shardIndex, "shard-index", 0, "internal: the child's shards.index (dynwatch)")
 	flag.StringVar(&c.profile, "profile", "", "write CPU and heap profiles of every measured process into this directory")
 	flag.Parse()
 	if c.mode != "" {
@@ -60,6 +70,11 @@ func main() {
 		return
 	}
 	o.variants = strings.Split(vs, ",")
+	for _, f := range strings.Split(shards, ",") {
+		if n, err := strconv.Atoi(f); err == nil && n > 0 {
+			o.shards = append(o.shards, n)
+		}
+	}
 	o.profile = c.profile
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-e2e:", err)
@@ -105,11 +120,16 @@ func run(o options) error {
 		if err := populate(ctx, d, v, ns, o.n); err != nil {
 			return err
 		}
-		r, err := measure(ctx, o, env, d, v, ns, filepath.Join(dir, v.name+".db"))
-		if err != nil {
+		if !o.shardsOnly {
+			r, err := measure(ctx, o, env, d, v, ns, filepath.Join(dir, v.name+".db"))
+			if err != nil {
+				return err
+			}
+			r.print(o)
+		}
+		if err := shardedRun(ctx, o, env, v, ns); err != nil {
 			return err
 		}
-		r.print(o)
 	}
 	return nil
 }

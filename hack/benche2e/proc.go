@@ -25,6 +25,7 @@ type proc struct {
 
 	sync time.Duration
 	heap int64
+	recv int64 // bytes received until synced
 
 	mu  sync.Mutex
 	lat []time.Duration
@@ -34,8 +35,8 @@ type proc struct {
 	cpu time.Duration
 }
 
-func start(mode, kubeconfig string, v variant, ns, state, profile string) (*proc, error) {
-	cmd := exec.Command(os.Args[0], "-child", mode, "-kubeconfig", kubeconfig, "-variant", v.name, "-ns", ns, "-state", state, "-profile", profile)
+func start(mode, kubeconfig string, v variant, ns, state, profile string, extra ...string) (*proc, error) {
+	cmd := exec.Command(os.Args[0], append([]string{"-child", mode, "-kubeconfig", kubeconfig, "-variant", v.name, "-ns", ns, "-state", state, "-profile", profile}, extra...)...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -62,6 +63,8 @@ func (p *proc) read(r io.Reader) {
 		switch word {
 		case "SYNCED":
 			p.sync = time.Duration(n)
+		case "RECV":
+			p.recv = n
 		case "HEAP":
 			p.heap = n
 			close(p.synced)

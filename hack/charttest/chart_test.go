@@ -67,6 +67,26 @@ var renderings = []rendering{
 			t.Errorf("shards.count=3: the config must have shards.count 3 and no index (each pod's comes from POD_NAME):\n%s", cfg)
 		}
 	}},
+	{values: values{set: "shards.count=2,leaderElection.enabled=true"}, check: func(t *testing.T, objs []*unstructured.Unstructured) {
+		if w := workload(t, objs); w.GetKind() != "StatefulSet" || replicas(w) != 2 {
+			t.Errorf("shards with leaderElection: %s with %d replicas, want a StatefulSet of 2", w.GetKind(), replicas(w))
+		}
+		cfg := renderedConfig(t, objs) + "\n"
+		if !strings.Contains(cfg, "shards:\n  count: 2\n") || !strings.Contains(cfg, "leaderElection:\n  name: dynwatch\n") {
+			t.Errorf("shards with leaderElection: the config needs both:\n%s", cfg)
+		}
+		for _, u := range objs {
+			if u.GetKind() == "Role" && u.GetName() == "dynwatch-leader-election" {
+				rules, _, _ := unstructured.NestedSlice(u.Object, "rules")
+				names, _, _ := unstructured.NestedStringSlice(rules[0].(map[string]any), "resourceNames")
+				if strings.Join(names, ",") != "dynwatch-0,dynwatch-1" {
+					t.Errorf("shards with leaderElection: the Role names the Leases %v, want each shard's (dynwatch-0, dynwatch-1)", names)
+				}
+				return
+			}
+		}
+		t.Error("shards with leaderElection: no leader-election Role")
+	}},
 	{values: values{set: "leaderElection.enabled=true,replicas=2"}, check: func(t *testing.T, objs []*unstructured.Unstructured) {
 		w := workload(t, objs)
 		if w.GetKind() != "Deployment" || replicas(w) != 2 {
@@ -245,7 +265,6 @@ func TestChartRefuses(t *testing.T) {
 		want string
 	}{
 		{"replicas without leader election", values{set: "replicas=2"}, "need leaderElection.enabled=true"},
-		{"shards with leader election", values{set: "shards.count=2,leaderElection.enabled=true"}, "no standby to elect"},
 		{"leaderElection in config", values{file: configValues(leConfig)}, "config.leaderElection: set it through the chart's values"},
 		{"state in config", values{file: configValues("apiVersion: dynwatch/v1alpha1\nstate: {path: /x}\nactions: [{name: o, log: {}}]\nrules: []\n")}, "config.state"},
 		{"a glob selector", values{file: configValues(globConfig)}, `rule crds: selector {"group":"*.example.com","resource":"widgets"} needs discovery to resolve`},

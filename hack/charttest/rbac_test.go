@@ -33,6 +33,9 @@ func dynwatchRBAC(t *testing.T, config string) map[string]string {
 	out := rbac.Output{SA: rbac.ServiceAccount{Namespace: namespace, Name: release}, Source: "config.yaml"}
 	if le := file.Config.LeaderElection; le != nil {
 		out.Lease = &rbac.ServiceAccount{Namespace: le.Namespace, Name: le.Name}
+		if sh := file.Config.Shards; sh != nil {
+			out.LeaseShards = sh.Count
+		}
 	}
 	var b bytes.Buffer
 	if err := rbac.WriteYAML(&b, grants, out); err != nil {
@@ -71,9 +74,6 @@ func rbacShape(t *testing.T, u *unstructured.Unstructured) string {
 func checkRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
 	config := renderedConfig(t, objs)
-	if strings.Contains(config, "\nshards:") {
-		config = withoutShards(t, config)
-	}
 	want := dynwatchRBAC(t, config)
 	got := map[string]string{}
 	for _, u := range objs {
@@ -94,27 +94,6 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("the chart has %s, which dynwatch rbac does not print: %s", k, g)
 		}
 	}
-}
-
-// withoutShards is config without its shards entry, which this dynwatch does
-// not know yet: it refuses the key (asserted here, so that this test says when
-// shards land and the chart's notes on them must change), and shards change
-// nothing in the RBAC.
-func withoutShards(t *testing.T, config string) string {
-	t.Helper()
-	if _, err := plan.Parse("config.yaml", []byte(config)); err == nil || !strings.Contains(err.Error(), "shards") {
-		t.Errorf("dynwatch now loads a config with shards (%v): drop withoutShards and the chart's note that shards need a newer dynwatch", err)
-	}
-	m := map[string]any{}
-	if err := yaml.Unmarshal([]byte(config), &m); err != nil {
-		t.Fatal(err)
-	}
-	delete(m, "shards")
-	b, err := yaml.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 const (
@@ -160,6 +139,7 @@ var rbacRenderings = []values{
 	{file: configValues(nsConfig)},
 	{file: configValues(nsConfig), set: "leaderElection.enabled=true,replicas=3,leaderElection.leaseDuration=30s"},
 	{file: configValues(nsConfig), set: "shards.count=2,shards.by=namespace,state.enabled=true"},
+	{file: configValues(nsConfig), set: "shards.count=3,leaderElection.enabled=true,state.enabled=true"},
 }
 
 // The chart's RBAC is dynwatch rbac's for configs with Roles per namespace,

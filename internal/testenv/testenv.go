@@ -46,6 +46,13 @@ type Options struct {
 	Dir string
 	// APIServerArgs are extra kube-apiserver flags (e.g. --watch-cache=false).
 	APIServerArgs []string
+	// FeatureGates are kube-apiserver feature gates to turn on, e.g.
+	// ShardedListAndWatch (server-side sharded list and watch).
+	FeatureGates []string
+	// AuditLog records every request (level Metadata: its requestURI with the
+	// query) in Env.AuditLog, one JSON event a line: a way for a test to see
+	// what a client asked for.
+	AuditLog bool
 
 	// ports picks n free ports (default freePorts); a test of the retry on a
 	// port taken meanwhile sets it.
@@ -69,6 +76,8 @@ type Env struct {
 	EtcdURL string
 	// Dir is the working directory; logs are etcd.log and kube-apiserver.log.
 	Dir string
+	// AuditLog is the API server's audit log when Options.AuditLog is set.
+	AuditLog string
 
 	caData   []byte
 	procs    []*process
@@ -164,19 +173,10 @@ func start(opts Options) (env *Env, err error) {
 	certDir := filepath.Join(e.Dir, "certs")
 	e.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
 	e.EtcdURL = etcdURL
-	apiArgs := append([]string{
-		"--etcd-servers=" + etcdURL,
-		"--secure-port=" + strconv.Itoa(ports[2]), "--bind-address=127.0.0.1",
-		"--cert-dir=" + certDir,
-		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file=" + filepath.Join(e.Dir, "sa.pub"),
-		"--service-account-signing-key-file=" + filepath.Join(e.Dir, "sa.key"),
-		"--service-cluster-ip-range=10.0.0.0/24",
-		"--authorization-mode=RBAC",
-		"--token-auth-file=" + filepath.Join(e.Dir, "tokens.csv"),
-		"--disable-admission-plugins=ServiceAccount",
-		"--allow-privileged=true",
-	}, opts.APIServerArgs...)
+	apiArgs := apiServerArgs(etcdURL, ports[2], certDir, e.Dir, opts)
+	if apiArgs, err = e.extraArgs(opts, apiArgs); err != nil {
+		return nil, err
+	}
 	if err := e.spawn(filepath.Join(opts.BinDir, "kube-apiserver"), "kube-apiserver.log", apiArgs...); err != nil {
 		return nil, err
 	}
@@ -189,6 +189,24 @@ func start(opts Options) (env *Env, err error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// apiServerArgs are kube-apiserver's flags, before Options' feature gates
+// and audit log.
+func apiServerArgs(etcdURL string, port int, certDir, dir string, opts Options) []string {
+	return append([]string{
+		"--etcd-servers=" + etcdURL,
+		"--secure-port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
+		"--cert-dir=" + certDir,
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file=" + filepath.Join(dir, "sa.pub"),
+		"--service-account-signing-key-file=" + filepath.Join(dir, "sa.key"),
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--authorization-mode=RBAC",
+		"--token-auth-file=" + filepath.Join(dir, "tokens.csv"),
+		"--disable-admission-plugins=ServiceAccount",
+		"--allow-privileged=true",
+	}, opts.APIServerArgs...)
 }
 
 // Stop stops the API server, then etcd, and removes the working directory it made.

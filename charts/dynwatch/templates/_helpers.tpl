@@ -94,9 +94,6 @@ YAML 1.1, where the rule key `on` is the boolean true: it is put back as `on`.
 {{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) (eq $shards 0) }}
 {{- fail "replicas above 1 need leaderElection.enabled=true: without it every replica delivers every event" }}
 {{- end }}
-{{- if and (gt $shards 0) .Values.leaderElection.enabled }}
-{{- fail "shards.count with leaderElection.enabled: each shard is one pod of the StatefulSet here, with no standby to elect" }}
-{{- end }}
 {{- end }}
 
 {{/*

@@ -1,0 +1,112 @@
+package dyninformer
+
+import (
+	"fmt"
+	"log/slog"
+	"math/big"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/sharding"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Shard is one of Count equal ranges of the 64-bit FNV-1a hash space of an
+// object's uid (or namespace): the objects a shard keeps. Membership is
+// decided by k8s.io/apimachinery/pkg/sharding, the code the API server's
+// shardRange() filter runs, so the client and the server always agree.
+type Shard struct {
+	Count, Index int
+	// ByNamespace: the hash is of the namespace, not the uid. Every
+	// cluster-scoped object then has the namespace "" and so the one shard
+	// that holds the hash of "" (as the server decides too).
+	ByNamespace bool
+
+	sel sharding.Selector
+}
+
+// NewShard returns shard index of count; count 0 or 1 is everything.
+func NewShard(count, index int, byNamespace bool) Shard {
+	s := Shard{Count: count, Index: index, ByNamespace: byNamespace}
+	if count > 1 {
+		s.sel = sharding.NewSelector(s.Requirement())
+	}
+	return s
+}
+
+// Requirement is the shard's range: [Index, Index+1) × 2^64/Count, its
+// bounds 0x-prefixed 16-digit hex (the API server refuses shorter ones), the
+// last shard's end 0x10000000000000000.
+func (s Shard) Requirement() sharding.ShardRangeRequirement {
+	key := "object.metadata.uid"
+	if s.ByNamespace {
+		key = "object.metadata.namespace"
+	}
+	return sharding.ShardRangeRequirement{Key: key, Start: bound(s.Index, s.Count), End: bound(s.Index+1, s.Count)}
+}
+
+// bound is i × 2^64 / n, rounded down, as 0x and 16 hex digits (17 for 2^64).
+func bound(i, n int) string {
+	b := new(big.Int).Lsh(big.NewInt(int64(i)), 64)
+	b.Quo(b, big.NewInt(int64(n)))
+	return fmt.Sprintf("0x%016x", b)
+}
+
+// Sharded reports whether the shard is a part, not everything.
+func (s Shard) Sharded() bool { return s.sel != nil }
+
+// Selector is the shardSelector a list or watch of the shard sends; "" for
+// everything.
+func (s Shard) Selector() string {
+	if s.sel == nil {
+		return ""
+	}
+	return s.sel.String()
+}
+
+// String names the shard for logs, /readyz and the state file: "1/3 by uid".
+func (s Shard) String() string {
+	by := "uid"
+	if s.ByNamespace {
+		by = "namespace"
+	}
+	return fmt.Sprintf("%d/%d by %s", s.Index, s.Count, by)
+}
+
+// Owns reports whether the object of uid in namespace ns is the shard's.
+func (s Shard) Owns(uid, ns string) bool {
+	if s.sel == nil {
+		return true
+	}
+	return s.matches(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Namespace: ns}})
+}
+
+func (s Shard) matches(o runtime.Object) bool {
+	ok, err := s.sel.Matches(o)
+	return ok && err == nil
+}
+
+// serverSharding remembers, per API group and version (each is served by one
+// server: the API server or an aggregated one), whether the server filters
+// by shardSelector, as its last list answered.
+type serverSharding struct {
+	log     *slog.Logger
+	mu      sync.Mutex
+	filters map[string]bool
+}
+
+func (p *serverSharding) get(gv string) (filters, known bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	filters, known = p.filters[gv]
+	return filters, known
+}
+
+func (p *serverSharding) set(gv string, filters bool) (changed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old, known := p.filters[gv]
+	p.filters[gv] = filters
+	return !known || old != filters
+}
