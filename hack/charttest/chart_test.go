@@ -224,6 +224,9 @@ func TestSchemaRejectsWrongValues(t *testing.T) {
 		"state.path=state.db",
 		"replica=2",
 		"serviceMonitor.enabled=on",
+		"serviceMonitor.interval=500us",
+		"serviceMonitor.interval=1.5s",
+		"serviceMonitor.interval=30",
 		"config.apiVersion=v1",
 		"config.rules=none",
 	} {
@@ -233,6 +236,17 @@ func TestSchemaRejectsWrongValues(t *testing.T) {
 				t.Errorf("--set %s: %v, want a schema error", set, err)
 			}
 		})
+	}
+}
+
+// serviceMonitor.interval takes Prometheus's durations, rendered quoted.
+func TestServiceMonitorInterval(t *testing.T) {
+	for _, iv := range []string{"30s", "1m", "1d", "1h30m", "250ms"} {
+		sm := one(t, mustRender(t, values{set: "serviceMonitor.enabled=true,serviceMonitor.interval=" + iv}), "ServiceMonitor")
+		eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		if len(eps) != 1 || eps[0].(map[string]any)["interval"] != iv {
+			t.Errorf("interval %s: endpoints %v", iv, eps)
+		}
 	}
 }
 
