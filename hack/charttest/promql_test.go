@@ -411,3 +411,34 @@ func TestCheckExprCatches(t *testing.T) {
 		}
 	}
 }
+
+// With no replica running there is no dynwatch_leader series, so
+// DynwatchNoLeader cannot fire: DynwatchDown covers it, with absent(up)
+// for no target at all and up == 0 for targets that do not answer; both
+// keep the job, so that two releases in a namespace are told apart.
+func TestAlertsFireWithNoReplica(t *testing.T) {
+	got := alerts(t, one(t, mustRender(t, values{set: "prometheusRule.enabled=true"}), "PrometheusRule"))
+	down, ok := got["DynwatchDown"]
+	if !ok {
+		t.Fatal("no DynwatchDown alert")
+	}
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var absentUp bool
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		if c, ok := n.(*parser.Call); ok && c.Func.Name == "absent" && slices.Contains(metricNames(c.Args), "up") {
+			absentUp = true
+		}
+		return nil
+	})
+	if !absentUp || !strings.Contains(down, "up{") || !strings.Contains(down, "== 0") {
+		t.Errorf("DynwatchDown %q: want up == 0 or absent(up)", down)
+	}
+	for _, name := range []string{"DynwatchDown", "DynwatchNoLeader"} {
+		if !strings.Contains(got[name], "by (namespace, job)") {
+			t.Errorf("%s %q does not keep namespace and job", name, got[name])
+		}
+	}
+}
