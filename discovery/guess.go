@@ -19,13 +19,52 @@ func Plural(kind string) string {
 	return k + "s"
 }
 
-// clusterScoped are the built-in kinds without a namespace.
-var clusterScoped = map[string]bool{"Namespace": true, "Node": true, "PersistentVolume": true, "ClusterRole": true,
-	"ClusterRoleBinding": true, "CustomResourceDefinition": true, "StorageClass": true, "PriorityClass": true,
-	"APIService": true, "MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
-	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "IngressClass": true,
-	"RuntimeClass": true, "CSIDriver": true, "CSINode": true, "VolumeAttachment": true, "CertificateSigningRequest": true}
+// BuiltinClusterScoped are the built-in resources without a namespace, as
+// group, kind and resource name. What has no cluster to ask (`dynwatch test`,
+// `dynwatch rbac` offline, the Helm chart, whose template keeps a copy of
+// this list that a test compares) takes any other resource, a CRD's included,
+// to be namespaced, as most are.
+var BuiltinClusterScoped = []struct{ Group, Kind, Resource string }{
+	{"", "Namespace", "namespaces"},
+	{"", "Node", "nodes"},
+	{"", "PersistentVolume", "persistentvolumes"},
+	{"rbac.authorization.k8s.io", "ClusterRole", "clusterroles"},
+	{"rbac.authorization.k8s.io", "ClusterRoleBinding", "clusterrolebindings"},
+	{"apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions"},
+	{"storage.k8s.io", "StorageClass", "storageclasses"},
+	{"storage.k8s.io", "CSIDriver", "csidrivers"},
+	{"storage.k8s.io", "CSINode", "csinodes"},
+	{"storage.k8s.io", "VolumeAttachment", "volumeattachments"},
+	{"scheduling.k8s.io", "PriorityClass", "priorityclasses"},
+	{"apiregistration.k8s.io", "APIService", "apiservices"},
+	{"admissionregistration.k8s.io", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations"},
+	{"admissionregistration.k8s.io", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations"},
+	{"admissionregistration.k8s.io", "ValidatingAdmissionPolicy", "validatingadmissionpolicies"},
+	{"admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings"},
+	{"networking.k8s.io", "IngressClass", "ingressclasses"},
+	{"node.k8s.io", "RuntimeClass", "runtimeclasses"},
+	{"certificates.k8s.io", "CertificateSigningRequest", "certificatesigningrequests"},
+}
 
 // ClusterScoped reports whether kind is a built-in kind without a namespace;
 // any other kind is taken to be namespaced, as most are.
-func ClusterScoped(kind string) bool { return clusterScoped[kind] }
+func ClusterScoped(kind string) bool {
+	for _, b := range BuiltinClusterScoped {
+		if b.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// ClusterScopedResource reports whether group and resource name a built-in
+// resource without a namespace; any other, a CRD's included, is taken to be
+// namespaced.
+func ClusterScopedResource(group, resource string) bool {
+	for _, b := range BuiltinClusterScoped {
+		if b.Group == group && b.Resource == resource {
+			return true
+		}
+	}
+	return false
+}

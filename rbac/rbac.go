@@ -63,7 +63,10 @@ func Grants(file *plan.File, cat *discovery.Catalog) ([]Grant, error) {
 				errs = append(errs, fmt.Sprintf("rule %s: selector %s needs discovery to resolve (give group and resource exactly, or use --cluster)", r.Name, s))
 				continue
 			}
-			add(r, s.Group, s.Resource, true)
+			// run watches a cluster-scoped resource cluster-wide whatever
+			// the rule's namespaces; a CRD's scope is unknown offline and
+			// taken to be namespaced.
+			add(r, s.Group, s.Resource, !discovery.ClusterScopedResource(s.Group, s.Resource))
 		}
 	}
 	if len(errs) > 0 {

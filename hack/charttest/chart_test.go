@@ -244,6 +244,9 @@ func TestSchemaRejectsWrongValues(t *testing.T) {
 		"state.path=state.db",
 		"replica=2",
 		"serviceMonitor.enabled=on",
+		"serviceMonitor.interval=500us",
+		"serviceMonitor.interval=1.5s",
+		"serviceMonitor.interval=30",
 		"config.apiVersion=v1",
 		"config.rules=none",
 	} {
@@ -256,6 +259,17 @@ func TestSchemaRejectsWrongValues(t *testing.T) {
 	}
 }
 
+// serviceMonitor.interval takes Prometheus's durations, rendered quoted.
+func TestServiceMonitorInterval(t *testing.T) {
+	for _, iv := range []string{"30s", "1m", "1d", "1h30m", "250ms"} {
+		sm := one(t, mustRender(t, values{set: "serviceMonitor.enabled=true,serviceMonitor.interval=" + iv}), "ServiceMonitor")
+		eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		if len(eps) != 1 || eps[0].(map[string]any)["interval"] != iv {
+			t.Errorf("interval %s: endpoints %v", iv, eps)
+		}
+	}
+}
+
 // Values that contradict each other, and configs the chart cannot grant RBAC
 // for offline, fail the render with what to do.
 func TestChartRefuses(t *testing.T) {
@@ -265,6 +279,8 @@ func TestChartRefuses(t *testing.T) {
 		want string
 	}{
 		{"replicas without leader election", values{set: "replicas=2"}, "need leaderElection.enabled=true"},
+		{"state with leader election", values{set: "state.enabled=true,leaderElection.enabled=true,replicas=2"}, "each pod of the StatefulSet gets its own ReadWriteOnce volume"},
+		{"YAML 1.1 words in a string config", values{file: "config: " + quoteYAML(offConfig)}, `config: unquoted [": off"]: Helm reads these words as YAML 1.1 booleans`},
 		{"leaderElection in config", values{file: configValues(leConfig)}, "config.leaderElection: set it through the chart's values"},
 		{"state in config", values{file: configValues("apiVersion: dynwatch/v1alpha1\nstate: {path: /x}\nactions: [{name: o, log: {}}]\nrules: []\n")}, "config.state"},
 		{"a glob selector", values{file: configValues(globConfig)}, `rule crds: selector {"group":"*.example.com","resource":"widgets"} needs discovery to resolve`},
@@ -297,6 +313,52 @@ func TestConfigAsString(t *testing.T) {
 	r := file.Rule("cms")
 	if r == nil || !strings.Contains(fromString, "\"on\":\n  - add\n  - delete\n") || !strings.Contains(fromString, "value: \"off\"") {
 		t.Errorf("`on` or the quoted value did not survive:\n%s", fromString)
+	}
+}
+
+// offConfig compares a field with the string off, unquoted: dynwatch reads
+// YAML 1.2 (a string), Helm YAML 1.1 (false).
+const offConfig = "apiVersion: dynwatch/v1alpha1\nactions: [{name: out, log: {}}]\n" +
+	"rules:\n  - name: cms\n    resources: [{group: \"\", resource: configmaps}]\n    on: [add]\n    when: [{path: data.mode, op: eq, value: off}]\n    actions: [out]\n"
+
+// A string config (--set-file) never reaches the pods with a meaning changed
+// by YAML 1.1: an unquoted off is refused (TestChartRefuses), and quoted it
+// stays the string dynwatch compares with.
+func TestSetFileKeepsMeaning(t *testing.T) {
+	quoted := strings.Replace(offConfig, "value: off", `value: "off"`, 1)
+	cfg := renderedConfig(t, mustRender(t, values{file: "config: " + quoteYAML(quoted)}))
+	if strings.Contains(cfg, "value: false") || !strings.Contains(cfg, `value: "off"`) {
+		t.Errorf("the quoted off lost its meaning:\n%s", cfg)
+	}
+	for _, ok := range []string{"  note: \"no\" # no: quoted\n", "  list: [\"yes\", \"n\"]\n", "  name: no-op\n"} {
+		doc := strings.Replace(quoted, "actions: [{name: out, log: {}}]", "actions: [{name: out, log: {}}]\nx:\n"+ok, 1)
+		if err := renderErr(values{file: "config: " + quoteYAML(doc)}); err != nil && strings.Contains(err.Error(), "YAML 1.1") {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+}
+
+// renderErr is renderChart's error.
+func renderErr(v values) error {
+	_, err := renderChart(v)
+	return err
+}
+
+// Without leader election every pod acts, so the Deployment is replaced, not
+// rolled (a surge pod would deliver every event a second time); with it the
+// standby takes over and a rolling update is right.
+func TestDeploymentStrategy(t *testing.T) {
+	for _, tc := range []struct {
+		set, want string
+	}{
+		{"", "Recreate"},
+		{"leaderElection.enabled=true,replicas=2", ""},
+	} {
+		w := workload(t, mustRender(t, values{set: tc.set}))
+		got, _, _ := unstructured.NestedString(w.Object, "spec", "strategy", "type")
+		if got != tc.want {
+			t.Errorf("--set %q: strategy %q, want %q", tc.set, got, tc.want)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -27,10 +28,24 @@ import (
 // so where the target sets namespace.
 var targetLabels = []string{"namespace", "pod", "service", "job", "instance", "container", "endpoint", "exported_namespace"}
 
+// served is what /metrics serves: each series name with its label names, the
+// values of its closed labels (closedLabels) and whether it is a gauge.
+type served struct {
+	labels map[string][]string
+	values map[string]map[string][]string
+	gauges map[string]bool
+}
+
+// closedLabels have a fixed set of values, all of which a scrape of
+// registered's samples shows (result: ok, retry, failed, dropped for
+// deliveries; ok, failed for reloads); a matcher on another value selects
+// nothing, ever.
+var closedLabels = []string{"result"}
+
 // registered is every series name /metrics serves, with its label names: the
 // registry of package metrics, scraped with a sample of each source, parsed
 // as Prometheus parses it.
-func registered(t *testing.T) map[string][]string {
+func registered(t *testing.T) served {
 	t.Helper()
 	m := metrics.New(metrics.Sources{
 		Queues: func() []metrics.QueueSample { return []metrics.QueueSample{{Action: "out", Depth: 1}} },
@@ -42,6 +57,7 @@ func registered(t *testing.T) map[string][]string {
 	m.Event("configmaps", "add")
 	m.Evaluated("r", time.Microsecond, true)
 	m.Reloaded(true)
+	m.Reloaded(false)
 	m.StateCommitFailed()
 	m.SetLeader(true)
 	rec := httptest.NewRecorder()
@@ -52,12 +68,22 @@ func registered(t *testing.T) map[string][]string {
 		t.Fatal(err)
 	}
 	out := map[string][]string{}
+	srv := served{labels: out, values: map[string]map[string][]string{}, gauges: map[string]bool{}}
 	for name, f := range fams {
 		var ls []string
 		for _, s := range f.GetMetric() {
 			for _, l := range s.GetLabel() {
 				ls = append(ls, l.GetName())
+				if slices.Contains(closedLabels, l.GetName()) {
+					if srv.values[name] == nil {
+						srv.values[name] = map[string][]string{}
+					}
+					srv.values[name][l.GetName()] = append(srv.values[name][l.GetName()], l.GetValue())
+				}
 			}
+		}
+		if f.GetType().String() == "GAUGE" {
+			srv.gauges[name] = true
 		}
 		switch f.GetType().String() {
 		case "HISTOGRAM":
@@ -70,7 +96,10 @@ func registered(t *testing.T) map[string][]string {
 			out[name] = ls
 		}
 	}
-	return out
+	// up is the scrape's own series for each target (1: scraped).
+	out["up"] = nil
+	srv.gauges["up"] = true
+	return srv
 }
 
 // grafanaVar is a Grafana variable in an expression: $name or ${name}.
@@ -92,13 +121,15 @@ var labelValues = regexp.MustCompile(`^label_values\((.*),\s*(\w+)\)$`)
 
 // problems returns what is wrong with expr: it does not parse, or uses a
 // metric the code does not register, or a label matcher or grouping label that
-// no selected metric (nor the scrape) has.
-func problems(where, expr string, known map[string][]string) []string {
+// no selected metric (nor the scrape) has, or a matcher on a value a closed
+// label never takes, or rate/irate/increase over a gauge.
+func problems(where, expr string, srv served) []string {
+	known := srv.labels
 	var out []string
 	if m := labelValues.FindStringSubmatch(expr); m != nil {
 		names, errs := metricsIn(where, m[1])
 		out = append(out, errs...)
-		out = append(out, problems(where, m[1], known)...)
+		out = append(out, problems(where, m[1], srv)...)
 		return append(out, labelProblem(where, expr, m[2], names, known)...)
 	}
 	e, err := parser.NewParser(parser.Options{}).ParseExpr(promQL(expr))
@@ -115,6 +146,15 @@ func problems(where, expr string, known map[string][]string) []string {
 			for _, m := range n.LabelMatchers {
 				if m.Name != model.MetricNameLabel {
 					out = append(out, labelProblem(where, expr, m.Name, []string{n.Name}, known)...)
+					out = append(out, valueProblem(where, expr, n.Name, m, srv)...)
+				}
+			}
+		case *parser.Call:
+			if slices.Contains([]string{"rate", "irate", "increase"}, n.Func.Name) {
+				for _, name := range metricNames(n.Args) {
+					if srv.gauges[name] {
+						out = append(out, fmt.Sprintf("%s: %q takes %s of %s, a gauge (use deriv or delta, or the gauge itself)", where, expr, n.Func.Name, name))
+					}
 				}
 			}
 		case *parser.AggregateExpr:
@@ -128,6 +168,32 @@ func problems(where, expr string, known map[string][]string) []string {
 	})
 	return out
 }
+
+// valueProblem: an equality matcher, or a regexp matcher that is an
+// alternation of plain words, on a closed label must name values it takes.
+func valueProblem(where, expr, metric string, m *labels.Matcher, srv served) []string {
+	vals, ok := srv.values[metric][m.Name]
+	if !ok {
+		return nil
+	}
+	var want []string
+	switch {
+	case m.Type == labels.MatchEqual || m.Type == labels.MatchNotEqual:
+		want = []string{m.Value}
+	case plainAlternation.MatchString(m.Value):
+		want = strings.Split(m.Value, "|")
+	}
+	var out []string
+	for _, v := range want {
+		if !slices.Contains(vals, v) {
+			out = append(out, fmt.Sprintf("%s: %q matches %s=%q, which dynwatch never serves (it serves %v)", where, expr, m.Name, v, vals))
+		}
+	}
+	return out
+}
+
+// plainAlternation is a regexp matcher value such as failed|dropped.
+var plainAlternation = regexp.MustCompile(`^\w+(\|\w+)*$`)
 
 func labelProblem(where, expr, label string, names []string, known map[string][]string) []string {
 	if slices.Contains(targetLabels, label) {
@@ -325,6 +391,11 @@ func TestCheckExprCatches(t *testing.T) {
 		`sum by (rule) (dynwatch_queue_depth)`,
 		`label_values(dynwatch_leader, action)`,
 		`rate(dynwatch_events_total[5m]`,
+		`rate(dynwatch_deliveries_total{result="error"}[5m]) > 0`,
+		`sum(rate(dynwatch_deliveries_total{result=~"failed|gaveup"}[5m]))`,
+		`increase(dynwatch_config_reloads_total{result="retry"}[15m])`,
+		`rate(dynwatch_queue_depth[5m])`,
+		`increase(dynwatch_leader[1h])`,
 	} {
 		if len(problems("test", expr, known)) == 0 {
 			t.Errorf("%q passed the check", expr)
@@ -337,6 +408,37 @@ func TestCheckExprCatches(t *testing.T) {
 	} {
 		if p := problems("test", expr, known); len(p) > 0 {
 			t.Errorf("%q fails the check: %v", expr, p)
+		}
+	}
+}
+
+// With no replica running there is no dynwatch_leader series, so
+// DynwatchNoLeader cannot fire: DynwatchDown covers it, with absent(up)
+// for no target at all and up == 0 for targets that do not answer; both
+// keep the job, so that two releases in a namespace are told apart.
+func TestAlertsFireWithNoReplica(t *testing.T) {
+	got := alerts(t, one(t, mustRender(t, values{set: "prometheusRule.enabled=true"}), "PrometheusRule"))
+	down, ok := got["DynwatchDown"]
+	if !ok {
+		t.Fatal("no DynwatchDown alert")
+	}
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var absentUp bool
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		if c, ok := n.(*parser.Call); ok && c.Func.Name == "absent" && slices.Contains(metricNames(c.Args), "up") {
+			absentUp = true
+		}
+		return nil
+	})
+	if !absentUp || !strings.Contains(down, "up{") || !strings.Contains(down, "== 0") {
+		t.Errorf("DynwatchDown %q: want up == 0 or absent(up)", down)
+	}
+	for _, name := range []string{"DynwatchDown", "DynwatchNoLeader"} {
+		if !strings.Contains(got[name], "by (namespace, job)") {
+			t.Errorf("%s %q does not keep namespace and job", name, got[name])
 		}
 	}
 }

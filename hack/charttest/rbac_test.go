@@ -7,9 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/rbac"
 )
@@ -157,5 +162,50 @@ func TestRBACMatchesDynwatchRBAC(t *testing.T) {
 				t.Errorf("want Roles in prod and staging, got %v", roles)
 			}
 		})
+	}
+}
+
+// A rule with namespaces on a built-in cluster-scoped resource (nodes) is
+// watched cluster-wide by run, so the chart grants it in the ClusterRole, as
+// dynwatch rbac does; a namespaced one in the rule's namespace.
+func TestClusterScopedResourceInNamespacedRule(t *testing.T) {
+	cfg := "apiVersion: dynwatch/v1alpha1\ndefaults: {namespaces: [prod]}\nactions: [{name: out, log: {}}]\n" +
+		"rules: [{name: nodes, resources: [{group: \"\", resource: nodes}, {group: \"\", resource: configmaps}], actions: [out]}]\n"
+	objs := mustRender(t, values{file: configValues(cfg)})
+	checkRBAC(t, objs)
+	b, _ := one(t, objs, "ClusterRole").MarshalJSON()
+	if !strings.Contains(string(b), `"nodes"`) {
+		t.Errorf("nodes (cluster-scoped) not granted cluster-wide; ClusterRole: %s", b)
+	}
+	r, _ := one(t, objs, "Role").MarshalJSON()
+	if strings.Contains(string(r), `"nodes"`) || !strings.Contains(string(r), `"configmaps"`) {
+		t.Errorf("the Role in prod: %s, want configmaps and no nodes", r)
+	}
+}
+
+// The chart's list of built-in cluster-scoped resources is dynwatch's.
+func TestChartClusterScopedListIsDiscoverys(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch.Templates = append(ch.Templates, &chart.File{Name: "templates/cluster-scoped.txt", Data: []byte(`{{ include "dynwatch.clusterScoped" . }}`)})
+	rv, err := chartutil.ToRenderValues(ch, map[string]any{}, chartutil.ReleaseOptions{Name: release, Namespace: namespace}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Render(ch, rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSpace(files[ch.Name()+"/templates/cluster-scoped.txt"]), "\n")
+	var want []string
+	for _, b := range discovery.BuiltinClusterScoped {
+		want = append(want, b.Group+"/"+b.Resource)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the chart's dynwatch.clusterScoped:\n%v\ndiscovery.BuiltinClusterScoped:\n%v", got, want)
 	}
 }

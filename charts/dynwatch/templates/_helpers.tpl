@@ -41,10 +41,21 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 dynwatch.config is the config file the pods run, as YAML: .Values.config (a
 map, or a string of YAML) with what the values decide set in it. Helm reads
 YAML 1.1, where the rule key `on` is the boolean true: it is put back as `on`.
+A string config with an unquoted YAML 1.1 boolean word as a value (`value:
+off`, which dynwatch reads as the string "off" and Helm as false) fails the
+render, naming the words, rather than change their meaning.
 */}}
 {{- define "dynwatch.config" -}}
 {{- $c := .Values.config }}
 {{- if kindIs "string" $c }}
+{{- $words := regexFindAll "(?m)(?:[:\\[,]|^[ \\t]*-)[ \\t]*(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)[ \\t]*(?:$|#|,|\\]|\\})" $c -1 }}
+{{- if $words }}
+{{- $clean := list }}
+{{- range $w := $words }}
+{{- $clean = append $clean (regexReplaceAll "[ \\t]*[#,\\]\\}]?$" $w "") }}
+{{- end }}
+{{- fail (printf "config: unquoted %s: Helm reads these words as YAML 1.1 booleans (off: false, yes: true), dynwatch as strings; quote them (value: \"off\") so they keep their meaning" (toJson $clean)) }}
+{{- end }}
 {{- $c = fromYaml $c }}
 {{- if hasKey $c "Error" }}
 {{- fail (printf "config: not a YAML map: %s" (get $c "Error")) }}
@@ -94,12 +105,44 @@ YAML 1.1, where the rule key `on` is the boolean true: it is put back as `on`.
 {{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) (eq $shards 0) }}
 {{- fail "replicas above 1 need leaderElection.enabled=true: without it every replica delivers every event" }}
 {{- end }}
+{{- if and .Values.state.enabled .Values.leaderElection.enabled (gt (int .Values.replicas) 1) }}
+{{- fail "state.enabled with leaderElection.enabled and replicas above 1: each pod of the StatefulSet gets its own ReadWriteOnce volume, so a new leader would diff against its own stale state, not the last leader's. Run one replica with state (replicas=1, leaderElection.enabled=false), or leader election without state.enabled" }}
+{{- end }}
+{{- end }}
+
+{{/*
+dynwatch.clusterScoped are the built-in resources without a namespace, as
+GROUP/RESOURCE, one a line: dynwatch's own list (a test compares the two).
+A rule's namespaces do not apply to them: run watches them cluster-wide. A
+CRD's scope is unknown offline; it is taken to be namespaced.
+*/}}
+{{- define "dynwatch.clusterScoped" -}}
+/namespaces
+/nodes
+/persistentvolumes
+rbac.authorization.k8s.io/clusterroles
+rbac.authorization.k8s.io/clusterrolebindings
+apiextensions.k8s.io/customresourcedefinitions
+storage.k8s.io/storageclasses
+storage.k8s.io/csidrivers
+storage.k8s.io/csinodes
+storage.k8s.io/volumeattachments
+scheduling.k8s.io/priorityclasses
+apiregistration.k8s.io/apiservices
+admissionregistration.k8s.io/mutatingwebhookconfigurations
+admissionregistration.k8s.io/validatingwebhookconfigurations
+admissionregistration.k8s.io/validatingadmissionpolicies
+admissionregistration.k8s.io/validatingadmissionpolicybindings
+networking.k8s.io/ingressclasses
+node.k8s.io/runtimeclasses
+certificates.k8s.io/certificatesigningrequests
 {{- end }}
 
 {{/*
 dynwatch.grants is what `dynwatch rbac` grants for the config, offline: list
 and watch on each selector's group and resource, cluster-wide for a rule that
-watches every namespace, else in each of its namespaces. A selector that does
+watches every namespace or a built-in cluster-scoped resource
+(dynwatch.clusterScoped), else in each of its namespaces. A selector that does
 not name its group and resource exactly fails the render, as it fails
 `dynwatch rbac` without --cluster. The result, as YAML:
   cluster:    {GROUP: [RESOURCE, …]}
@@ -111,6 +154,7 @@ not name its group and resource exactly fails the render, as it fails
 {{- $cluster := dict }}
 {{- $byNS := dict }}
 {{- $errs := list }}
+{{- $clusterScoped := include "dynwatch.clusterScoped" . | splitList "\n" }}
 {{- range $r := (get $c "rules" | default list) }}
 {{- $nss := get $defaults "namespaces" }}
 {{- if kindIs "slice" (get $r "namespaces") }}
@@ -121,7 +165,7 @@ not name its group and resource exactly fails the render, as it fails
 {{- $res := get $s "resource" }}
 {{- if or (not (hasKey $s "group")) (not (kindIs "string" $g)) (not (kindIs "string" $res)) (eq (toString $res) "") (regexMatch "[*?\\[]" (printf "%v%v" $g $res)) }}
 {{- $errs = append $errs (printf "rule %v: selector %s needs discovery to resolve (give group and resource exactly, or set rbac.create=false and apply what `dynwatch rbac --cluster` prints)" (get $r "name") (toJson $s)) }}
-{{- else if $nss }}
+{{- else if and $nss (not (has (printf "%s/%s" $g $res) $clusterScoped)) }}
 {{- range $ns := $nss }}
 {{- $m := get $byNS $ns | default dict }}
 {{- $_ := set $m $g (append (get $m $g | default list) $res) }}
@@ -177,7 +221,7 @@ spec:
       type: RuntimeDefault
   containers:
     - name: dynwatch
-      image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"
+      image: {{ printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion | toString) | quote }}
       imagePullPolicy: {{ .Values.image.pullPolicy }}
       args: [run, --config, /etc/dynwatch/config.yaml]
       env:
