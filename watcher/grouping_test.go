@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/metrics"
 )
 
 // groupReceiver records the grouped deliveries a webhook receives.
@@ -87,6 +89,13 @@ func TestGroupSurvivesCrash(t *testing.T) {
 		create(t, cmGVR, ns, configMap(ns, fmt.Sprint("cm", i), map[string]any{"v": "0"}))
 	}
 	waitUntil(t, "five events in the open group", 30*time.Second, func() bool { return r1.w.Queue("hook").GroupEvents() == 5 })
+	m1 := metrics.New(metrics.Sources{Queues: r1.w.QueueSamples})
+	for _, want := range []string{`dynwatch_group_events{action="hook"} 5`, `dynwatch_queue_depth{action="hook"} 5`, `dynwatch_groups_total{action="hook"} 0`} {
+		name, _, _ := strings.Cut(want, "{")
+		if got := scrape(m1, name); len(got) != 1 || got[0] != want {
+			t.Errorf("scraped %q, want %q", got, want)
+		}
+	}
 	r1.w.Halt() // as kill -9: nothing more is delivered or marked done
 	stop1()
 	if n := len(rc.groups()); n != 0 {
@@ -112,6 +121,14 @@ func TestGroupSurvivesCrash(t *testing.T) {
 	}
 	if g.body.Group["namespace"] != ns || g.body.Count != 5 {
 		t.Errorf("group %v of %d", g.body.Group, g.body.Count)
+	}
+	m2 := metrics.New(metrics.Sources{Queues: r2.w.QueueSamples})
+	waitUntil(t, "the group counted", 10*time.Second, func() bool {
+		got := scrape(m2, "dynwatch_groups_total")
+		return len(got) == 1 && got[0] == `dynwatch_groups_total{action="hook"} 1`
+	})
+	if got := scrape(m2, "dynwatch_group_events"); len(got) != 1 || got[0] != `dynwatch_group_events{action="hook"} 0` {
+		t.Errorf("after delivery: %q", got)
 	}
 }
 
