@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -33,6 +34,7 @@ type groupDelivery struct {
 	at   time.Time
 	id   string
 	body event.GroupPayload
+	raw  []byte
 }
 
 type groupReceiver struct {
@@ -45,12 +47,13 @@ func newGroupReceiver(t *testing.T) *groupReceiver {
 	t.Helper()
 	r := &groupReceiver{}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		raw, _ := io.ReadAll(req.Body)
 		var g event.GroupPayload
-		if err := json.NewDecoder(req.Body).Decode(&g); err != nil || g.Group == nil || g.Count != len(g.Events) {
-			t.Errorf("a delivery that is not a group payload (%v): %+v", err, g)
+		if err := json.Unmarshal(raw, &g); err != nil || g.Group == nil || g.Count != len(g.Events) {
+			t.Errorf("a delivery that is not a group payload (%v): %s", err, raw)
 		}
 		r.mu.Lock()
-		r.got = append(r.got, groupDelivery{time.Now(), req.Header.Get("X-Dynwatch-Delivery-Id"), g})
+		r.got = append(r.got, groupDelivery{time.Now(), req.Header.Get("X-Dynwatch-Delivery-Id"), g, raw})
 		r.mu.Unlock()
 	}))
 	t.Cleanup(r.srv.Close)
