@@ -84,6 +84,7 @@ func (s *actionSet) newQueue(a *action.Action) (*queueRun, error) {
 		Retry:       a.Retry,
 		Logger:      s.log,
 	}
+	opts.Group, opts.RateLimit = groupOptions(a.Spec)
 	if s.durable != nil {
 		// Accepted events are on disk: the memory queue refuses none, and what
 		// is left at shutdown is delivered after the next start.
