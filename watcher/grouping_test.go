@@ -17,6 +17,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/metrics"
+	"github.com/dynwatch/dynwatch/state"
 )
 
 // groupReceiver records the grouped deliveries a webhook receives.
@@ -152,5 +153,33 @@ func TestReloadChangingGroupDeliversOpenGroups(t *testing.T) {
 	waitUntil(t, "the new group", 30*time.Second, func() bool { return len(rc.groups()) == 2 })
 	if g := rc.groups()[1].body; g.Group["name"] != "a" || g.Count != 1 {
 		t.Errorf("second delivery %v of %d; want a's update grouped by name", g.Group, g.Count)
+	}
+}
+
+// SIGTERM (the run's context ends) delivers the open groups within the
+// shutdown grace period, long before they would have been due; with state
+// nothing of them is left on disk.
+func TestGroupDeliveredAtShutdown(t *testing.T) {
+	ns := namespace(t)
+	rc := newGroupReceiver(t)
+	db := filepath.Join(t.TempDir(), "state.db")
+	r, stop := runDurable(t, durableRun{config: groupedConfig(db, ns, rc.srv.URL, "{by: [namespace], wait: 10m}"), dbPath: db})
+	compared(t, r)
+	for i := range 3 {
+		create(t, cmGVR, ns, configMap(ns, fmt.Sprint("cm", i), map[string]any{"v": "0"}))
+	}
+	waitUntil(t, "three events in the open group", 30*time.Second, func() bool { return r.w.Queue("hook").GroupEvents() == 3 })
+	began := time.Now()
+	stop()
+	if got := fmt.Sprint(rc.names()); got != "[cm0 cm1 cm2]" || time.Since(began) > 5*time.Second {
+		t.Errorf("delivered %s, %s after the stop began; want the group within the grace period", got, time.Since(began))
+	}
+	store, err := state.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if left, err := store.PendingActions(); err != nil || left["hook"] != 0 {
+		t.Errorf("left on disk: %v (%v)", left, err)
 	}
 }
