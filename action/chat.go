@@ -85,6 +85,12 @@ type slackBlock struct {
 
 func slackMessage(p *event.Payload) ([]byte, error) {
 	title, facts := chatSummary(p)
+	return renderSlack(title, facts, DeliveryKey(p))
+}
+
+// renderSlack builds a Slack message of a title, its facts and the delivery
+// key it ends with.
+func renderSlack(title string, facts []chatFact, key string) ([]byte, error) {
 	fields := make([]slackText, 0, len(facts))
 	for _, f := range facts {
 		fields = append(fields, slackText{"mrkdwn", "*" + f.title + "*\n" + clip(slackEscape(f.value), 1900)})
@@ -97,7 +103,7 @@ func slackMessage(p *event.Payload) ([]byte, error) {
 		Blocks: []slackBlock{
 			{Type: "header", Text: &slackText{"plain_text", clip(title, 150)}},
 			{Type: "section", Fields: fields},
-			{Type: "context", Elements: []slackText{{"mrkdwn", slackEscape("dynwatch · " + DeliveryKey(p))}}},
+			{Type: "context", Elements: []slackText{{"mrkdwn", slackEscape("dynwatch · " + key)}}},
 		},
 	})
 }
@@ -142,6 +148,12 @@ type teamsFact struct {
 
 func teamsMessage(p *event.Payload) ([]byte, error) {
 	title, facts := chatSummary(p)
+	return renderTeams(title, facts, DeliveryKey(p))
+}
+
+// renderTeams builds a Teams message of a title, its facts and the delivery
+// key it ends with.
+func renderTeams(title string, facts []chatFact, key string) ([]byte, error) {
 	tf := make([]teamsFact, len(facts))
 	for i, f := range facts {
 		tf[i] = teamsFact{f.title, f.value}
@@ -153,7 +165,7 @@ func teamsMessage(p *event.Payload) ([]byte, error) {
 		Body: []any{
 			map[string]any{"type": "TextBlock", "text": title, "weight": "Bolder", "size": "Medium", "wrap": true},
 			map[string]any{"type": "FactSet", "facts": tf},
-			map[string]any{"type": "TextBlock", "text": "dynwatch · " + DeliveryKey(p), "isSubtle": true, "size": "Small", "wrap": true},
+			map[string]any{"type": "TextBlock", "text": "dynwatch · " + key, "isSubtle": true, "size": "Small", "wrap": true},
 		},
 	}
 	return json.Marshal(teamsMsg{

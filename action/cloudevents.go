@@ -25,6 +25,9 @@ func DeliveryKey(p *event.Payload) string { return p.ID + ":" + p.Rule }
 // ceAttributes returns the context attributes of d as a CloudEvent from
 // source, datacontenttype left out (each binding spells it its own way).
 func ceAttributes(d *event.Delivery, source string) []ceAttr {
+	if d.Group != nil {
+		return ceGroupAttributes(d, source)
+	}
 	p := d.Payload
 	attrs := []ceAttr{
 		{"specversion", "1.0"},
@@ -39,6 +42,26 @@ func ceAttributes(d *event.Delivery, source string) []ceAttr {
 	attrs = append(attrs, ceAttr{"dynwatchrule", p.Rule})
 	if p.Transition != "" {
 		attrs = append(attrs, ceAttr{"dynwatchtransition", p.Transition})
+	}
+	return attrs
+}
+
+// ceGroupAttributes are the attributes of a grouped delivery: type
+// io.dynwatch.group, id its DeliveryID, time its first event's; no subject
+// (the events are of several objects), and dynwatchrule only when every event
+// is of one rule.
+func ceGroupAttributes(d *event.Delivery, source string) []ceAttr {
+	attrs := []ceAttr{
+		{"specversion", "1.0"},
+		{"id", DeliveryID(d)},
+		{"source", source},
+		{"type", ceGroupType},
+	}
+	if t := d.Payload.Time; t != "" {
+		attrs = append(attrs, ceAttr{"time", t})
+	}
+	if r := groupRule(d.Group); r != "" {
+		attrs = append(attrs, ceAttr{"dynwatchrule", r})
 	}
 	return attrs
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/dynwatch/dynwatch/event"
 )
 
 // drain delivers what it can for up to grace once Run's context has ended,
@@ -13,7 +15,13 @@ import (
 func (q *Queue) drain(grace time.Duration, cancelWork context.CancelFunc, workers *sync.WaitGroup) {
 	q.mu.Lock()
 	n, halted := q.total, q.stop
+	if !halted {
+		// Open groups go now, not when due: SIGTERM delivers them.
+		q.draining = true
+		q.flushGroups(q.clock.Now())
+	}
 	q.mu.Unlock()
+	q.cond.Broadcast()
 	if n > 0 && !halted {
 		q.log.Info("draining the action's queue before stopping", "events", n, "for up to", grace.String())
 	}
@@ -51,7 +59,7 @@ func (q *Queue) drain(grace time.Duration, cancelWork context.CancelFunc, worker
 func (q *Queue) idleUntil(deadline time.Time) bool {
 	// A pending key is ready, backing off, or in flight (or between two of
 	// these, which counts as in flight here).
-	if len(q.pending)-len(q.ready)-len(q.backoffs) > 0 {
+	if len(q.pending)-len(q.ready)-len(q.backoffs)-q.blockedKeys() > 0 {
 		return false
 	}
 	if q.health.down && q.health.nextProbe.After(deadline) {
@@ -75,15 +83,13 @@ func (q *Queue) abandon() {
 	defer q.mu.Unlock()
 	q.closed = true
 	left := 0
-	for _, list := range q.pending {
-		for _, it := range list {
-			left++
-			q.abandoned.Add(1)
-			if q.outbox != nil {
-				q.log.Info("not delivered before shutdown; kept on disk for the next start", "id", it.d.Payload.ID, "rule", it.d.Payload.Rule)
-			} else {
-				q.log.Error("not delivered before shutdown", "id", it.d.Payload.ID, "rule", it.d.Payload.Rule)
-			}
+	for _, d := range q.undelivered() {
+		left++
+		q.abandoned.Add(1)
+		if q.outbox != nil {
+			q.log.Info("not delivered before shutdown; kept on disk for the next start", "id", d.Payload.ID, "rule", d.Payload.Rule)
+		} else {
+			q.log.Error("not delivered before shutdown", "id", d.Payload.ID, "rule", d.Payload.Rule)
 		}
 	}
 	switch {
@@ -93,4 +99,23 @@ func (q *Queue) abandon() {
 	default:
 		q.log.Error("stopped with undelivered events; they are lost", "events", left)
 	}
+}
+
+// undelivered returns every event the queue holds: in its pending lists
+// (each grouped delivery's members) and in its open groups. q.mu is held.
+func (q *Queue) undelivered() []*event.Delivery {
+	var out []*event.Delivery
+	for _, list := range q.pending {
+		for _, it := range list {
+			out = append(out, it.deliveries()...)
+		}
+	}
+	if q.grp != nil {
+		for _, gr := range q.grp.groups {
+			for _, m := range gr.members {
+				out = append(out, m.d)
+			}
+		}
+	}
+	return out
 }

@@ -28,19 +28,24 @@ func (q *Queue) Follow(next *Queue) {
 // order and ahead of any the successor already holds for it, and closes q.
 func (q *Queue) moveBacklog() {
 	q.mu.Lock()
-	pending := q.pending
-	q.pending, q.ready, q.total, q.closed = map[string][]*item{}, nil, 0, true
 	next := q.successor
+	keepGroups := q.takeGroups(next)
+	pending, from := q.pending, q.grp
+	q.pending, q.ready, q.total, q.closed, q.grp = map[string][]*item{}, nil, 0, true, nil
 	q.mu.Unlock()
 	moved := 0
 	next.mu.Lock()
-	for key, list := range pending {
-		if _, busy := next.pending[key]; !busy {
-			next.ready = append(next.ready, key)
+	if from != nil || next.grp != nil {
+		moved = next.adopt(pending, from, keepGroups)
+	} else {
+		for key, list := range pending {
+			if _, busy := next.pending[key]; !busy {
+				next.ready = append(next.ready, key)
+			}
+			next.pending[key] = append(list, next.pending[key]...)
+			next.total += len(list)
+			moved += len(list)
 		}
-		next.pending[key] = append(list, next.pending[key]...)
-		next.total += len(list)
-		moved += len(list)
 	}
 	next.mu.Unlock()
 	next.cond.Broadcast()

@@ -207,7 +207,7 @@ func (q *Queue) settled() bool {
 	if q.stop || q.closed {
 		return true
 	}
-	if len(q.pending)-len(q.ready)-len(q.backoffs) > 0 {
+	if len(q.pending)-len(q.ready)-len(q.backoffs)-q.blockedKeys() > 0 {
 		return false // an attempt in flight, or a key between two states
 	}
 	now := q.clock.Now()
@@ -216,8 +216,17 @@ func (q *Queue) settled() bool {
 			return false // the timer hands it back now
 		}
 	}
+	if at, ok := q.grp.nextDue(now); ok && !at.After(now) {
+		// The timer forms its deliveries now; a timer set from a reading
+		// taken just before the clock moved waits longer: wake it.
+		q.rearmTimer()
+		return false
+	}
+	if q.limit != nil && len(q.ready) > 0 && !q.limit.wakeAt.After(now) {
+		return false // a worker takes a token now
+	}
 	h := q.health
-	return len(q.ready) == 0 || h.down && !h.probing && now.Before(h.nextProbe)
+	return len(q.ready) == 0 || h.down && !h.probing && now.Before(h.nextProbe) || q.limit != nil && q.limit.wakeAt.After(now)
 }
 
 // tick is how far the fake clock moves when a settled queue waits for no

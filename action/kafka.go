@@ -61,13 +61,14 @@ func compileText(s string) (textOrTemplate, error) {
 	return textOrTemplate{tmpl: t}, err
 }
 
-// render returns the text, or the template executed on d's payload.
+// render returns the text, or the template executed on d's payload (a
+// grouped delivery's first event's).
 func (t textOrTemplate) render(d *event.Delivery) (string, error) {
 	if t.tmpl == nil {
 		return t.text, nil
 	}
 	var buf bytes.Buffer
-	if err := t.tmpl.Execute(&buf, payload.TemplateData(d.JSON)); err != nil {
+	if err := t.tmpl.Execute(&buf, payload.TemplateData(routeJSON(d))); err != nil {
 		return "", err
 	}
 	return buf.String(), nil
@@ -276,16 +277,16 @@ func (k *Kafka) record(d *event.Delivery) (*kgo.Record, error) {
 	if err := k.topic.check(topic, config.CheckKafkaTopic); err != nil {
 		return nil, fmt.Errorf("the topic template rendered %w", err)
 	}
-	key := ObjectKey(d.Payload)
+	key := ObjectKey(d.Payload) // a group's: its first event's
 	if k.key != nil {
 		var buf bytes.Buffer
-		if err := k.key.Execute(&buf, payload.TemplateData(d.JSON)); err != nil {
+		if err := k.key.Execute(&buf, payload.TemplateData(routeJSON(d))); err != nil {
 			return nil, fmt.Errorf("render key: %w", err)
 		}
 		key = buf.String()
 	}
 	rec := &kgo.Record{Topic: topic, Key: []byte(key), Value: d.JSON}
-	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: "dynwatch-delivery-id", Value: []byte(DeliveryKey(d.Payload))})
+	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: "dynwatch-delivery-id", Value: []byte(DeliveryID(d))})
 	if k.ce {
 		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: "content-type", Value: []byte("application/json")})
 		for _, a := range ceAttributes(d, k.source) {

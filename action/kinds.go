@@ -103,7 +103,11 @@ func compileWebhook(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, erro
 	var body *template.Template
 	if spec.Webhook.Body != "" {
 		var err error
-		if body, err = payload.ParseTemplate(spec.Webhook.Body); err != nil {
+		parse := payload.ParseTemplate
+		if spec.Group != nil {
+			parse = payload.ParseGroupTemplate // the body is of the group payload
+		}
+		if body, err = parse(spec.Webhook.Body); err != nil {
 			return nil, &FieldError{Field: "webhook.body", Err: err}
 		}
 	}

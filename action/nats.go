@@ -135,7 +135,7 @@ func (n *NATS) Send(ctx context.Context, d *event.Delivery) error {
 		}
 		return nil
 	}
-	if _, err := n.js.PublishMsg(ctx, msg, jetstream.WithMsgID(DeliveryKey(d.Payload))); err != nil {
+	if _, err := n.js.PublishMsg(ctx, msg, jetstream.WithMsgID(DeliveryID(d))); err != nil {
 		return natsFailure(fmt.Errorf("jetstream publish to %s: %w", msg.Subject, err))
 	}
 	return nil
@@ -162,7 +162,7 @@ func (n *NATS) message(d *event.Delivery) (*nats.Msg, error) {
 	}
 	msg := nats.NewMsg(subject)
 	msg.Data = d.JSON
-	msg.Header.Set("Dynwatch-Delivery-Id", DeliveryKey(d.Payload))
+	msg.Header.Set("Dynwatch-Delivery-Id", DeliveryID(d))
 	if n.ce {
 		// The NATS binding maps datacontenttype to ce-datacontenttype like
 		// any attribute; Content-Type stays for readers that look there.

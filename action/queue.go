@@ -56,9 +56,15 @@ type Queue struct {
 	// before the backlog it takes over is in place, so that order holds.
 	after     <-chan struct{}
 	handedOff chan struct{} // closed when Run has returned
+	// grp is the grouping stage (group.go); nil for an action that does not
+	// group and took nothing grouped over.
+	grp *grouper
+	// limit spaces the action's attempts (rateLimit); nil: no limit.
+	limit    *bucket
+	draining bool // the shutdown drain runs: groups are delivered at once
 
-	enqueued, delivered, retries, failed, dropped, abandoned, outages atomic.Uint64
-	peak                                                              atomic.Uint64 // written under mu
+	enqueued, delivered, retries, failed, dropped, abandoned, outages, groups atomic.Uint64
+	peak                                                                      atomic.Uint64 // written under mu
 }
 
 // QueueOptions configure a Queue.
@@ -74,6 +80,10 @@ type QueueOptions struct {
 	// Outbox, when set, keeps the deliveries on disk: Size does not apply,
 	// and what is left at shutdown is delivered after the next start.
 	Outbox Outbox
+	// Group, when set, batches the deliveries into grouped ones.
+	Group *GroupOptions
+	// RateLimit, when set, spaces the deliveries (a grouped one counts once).
+	RateLimit *RateLimitOptions
 }
 
 // NewQueue returns a queue named name that delivers through sender.
@@ -109,6 +119,13 @@ func NewQueue(name string, sender Sender, opts QueueOptions) *Queue {
 		handedOff:   make(chan struct{}),
 	}
 	q.cond = sync.NewCond(&q.mu)
+	if opts.Group != nil {
+		g := *opts.Group
+		q.grp = newGrouper(&g)
+	}
+	if opts.RateLimit != nil && opts.RateLimit.PerSecond > 0 {
+		q.limit = newBucket(*opts.RateLimit, q.clock.Now())
+	}
 	return q
 }
 
@@ -135,11 +152,7 @@ func (q *Queue) Enqueue(d *event.Delivery) bool {
 		q.log.Error("queue full: event dropped", "id", d.Payload.ID, "rule", d.Payload.Rule, "queueSize", q.size)
 		return false
 	}
-	list, busy := q.pending[d.Key]
-	q.pending[d.Key] = append(list, &item{d: d})
-	if !busy {
-		q.ready = append(q.ready, d.Key)
-	}
+	rearm := q.add(d)
 	q.total++
 	if n := uint64(q.total); n > q.peak.Load() {
 		q.peak.Store(n)
@@ -149,11 +162,41 @@ func (q *Queue) Enqueue(d *event.Delivery) bool {
 	}
 	q.mu.Unlock()
 	q.enqueued.Add(1)
+	if rearm {
+		q.rearmTimer()
+	}
 	// Broadcast, not Signal: a shutdown drain waits on the same condition, and
 	// a Signal that woke it instead of an idle worker would leave d undelivered
 	// until some later wake-up.
 	q.cond.Broadcast()
 	return true
+}
+
+// add puts d in its open group, or in its key's pending list, and reports
+// whether the timer must be rearmed. q.mu is held.
+func (q *Queue) add(d *event.Delivery) (rearm bool) {
+	g := q.grp
+	switch {
+	case g != nil && g.opts != nil:
+		now := q.clock.Now()
+		rearm = g.join(d, now)
+		if q.draining {
+			q.flushGroups(now)
+		}
+		return rearm
+	case g != nil:
+		// Grouped deliveries taken over may hold earlier events of d's object.
+		it := &item{d: d, u: &unit{key: d.Key}}
+		g.follow(it, d.Key)
+		q.place(it)
+		return false
+	}
+	list, busy := q.pending[d.Key]
+	q.pending[d.Key] = append(list, &item{d: d})
+	if !busy {
+		q.ready = append(q.ready, d.Key)
+	}
+	return false
 }
 
 // Len returns how many deliveries are queued or in flight.

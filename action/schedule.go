@@ -16,6 +16,10 @@ type item struct {
 	// backoff schedule would have retried it (probes are more frequent).
 	attempts int
 	countAt  time.Time // when a failure of the receiver counts again
+	// u is its order across keys and, for a grouped delivery, its members
+	// (then d is made at its first attempt); nil in a queue without a
+	// grouper.
+	u *unit
 }
 
 // next waits for a delivery this worker may attempt: a ready key while the
@@ -29,7 +33,7 @@ func (q *Queue) next() (key string, it *item, probe bool, ok bool) {
 			return "", nil, false, false
 		}
 		h := &q.health
-		if len(q.ready) > 0 && (!h.down || (!h.probing && !q.clock.Now().Before(h.nextProbe))) {
+		if len(q.ready) > 0 && (!h.down || (!h.probing && !q.clock.Now().Before(h.nextProbe))) && q.limit.take(q) {
 			break
 		}
 		q.cond.Wait()
@@ -51,7 +55,10 @@ func (q *Queue) work(ctx context.Context) {
 		if it.attempts > 0 {
 			q.retries.Add(1)
 		}
-		err := q.sender.Send(ctx, it.d)
+		d, err := q.delivery(it)
+		if err == nil {
+			err = q.sender.Send(ctx, d)
+		}
 		if err != nil && ctx.Err() != nil {
 			q.release(key, probe) // stopping: it stays queued and counts as abandoned
 			continue
@@ -81,7 +88,10 @@ func (q *Queue) settle(key string, it *item, probe bool, err error) {
 	}
 	switch {
 	case err == nil:
-		q.delivered.Add(1)
+		q.delivered.Add(uint64(it.count()))
+		if it.u != nil && it.u.members != nil {
+			q.groups.Add(1)
+		}
 		q.up()
 		q.finish(key)
 	case f != nil && f.Permanent:
@@ -112,26 +122,49 @@ func (q *Queue) finish(key string) {
 		delete(q.pending, key)
 	} else {
 		q.pending[key] = list
-		if !q.stop {
+		if !q.stop && !q.waits(key) {
 			q.ready = append(q.ready, key) // to the back: other objects get a turn
 		}
 	}
-	q.total--
-	q.mu.Unlock()
-	if f, ok := q.sender.(Finisher); ok {
-		f.Finished(head.d)
+	q.total -= head.count()
+	if head.u != nil {
+		q.finishUnit(head)
 	}
-	if q.outbox != nil {
-		q.outbox.Done(head.d)
+	q.mu.Unlock()
+	f, _ := q.sender.(Finisher)
+	if head.u == nil || head.u.members == nil {
+		q.finished(f, head.d)
+	} else {
+		if f != nil && head.d != nil {
+			f.Finished(head.d) // the grouped delivery itself
+		}
+		for _, d := range head.u.members {
+			q.finished(f, d)
+		}
 	}
 	q.cond.Broadcast()
+}
+
+// finished tells the sender (if it is a Finisher) and the outbox that d is
+// finished with.
+func (q *Queue) finished(f Finisher, d *event.Delivery) {
+	if f != nil {
+		f.Finished(d)
+	}
+	if q.outbox != nil {
+		q.outbox.Done(d)
+	}
 }
 
 // giveUp logs and counts a delivery that failed for good, then finishes it.
 // The log line comes first: whoever sees the count finds it written.
 func (q *Queue) giveUp(key string, it *item, reason string, err error) {
-	q.log.Error("delivery failed: "+reason, "id", it.d.Payload.ID, "rule", it.d.Payload.Rule, "attempts", it.attempts, "err", err)
-	q.failed.Add(1)
+	if it.u != nil && it.u.members != nil {
+		q.log.Error("grouped delivery failed: "+reason, "ids", it.ids(), "events", it.count(), "attempts", it.attempts, "err", err)
+	} else {
+		q.log.Error("delivery failed: "+reason, "id", it.d.Payload.ID, "rule", it.d.Payload.Rule, "attempts", it.attempts, "err", err)
+	}
+	q.failed.Add(uint64(it.count()))
 	q.finish(key)
 }
 

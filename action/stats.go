@@ -10,6 +10,10 @@ type Stats struct {
 	Abandoned uint64 // still queued when the shutdown grace period ended
 	Outages   uint64 // times the action went down (its receiver failing)
 	Peak      uint64 // the most deliveries queued at once, in flight included
+	// Groups counts the grouped deliveries made; in a grouped queue the
+	// other counts are of events (a grouped delivery of N counts N
+	// delivered), but Retries, which counts attempts.
+	Groups uint64
 }
 
 // Stats returns the queue's counters.
@@ -23,5 +27,6 @@ func (q *Queue) Stats() Stats {
 		Abandoned: q.abandoned.Load(),
 		Outages:   q.outages.Load(),
 		Peak:      q.peak.Load(),
+		Groups:    q.groups.Load(),
 	}
 }

@@ -8,9 +8,10 @@ import (
 )
 
 // The queue has one timer, owned by Run: it hands keys whose own backoff is
-// over back to the workers, and wakes them when the next probe of an action
-// that is down is due. Nothing else in the queue waits on the clock but the
-// shutdown drain's grace period, which stops its own timer.
+// over back to the workers, wakes them when the next probe of an action
+// that is down is due or the rate limit has a token again, and forms the
+// deliveries of groups that are due. Nothing else in the queue waits on the
+// clock but the shutdown drain's grace period, which stops its own timer.
 
 // startTimer starts the queue's timer and returns what stops it and waits
 // until it has.
@@ -80,10 +81,12 @@ func (q *Queue) readyDue(now time.Time) {
 			q.ready = append(q.ready, key)
 		}
 	}
+	q.fireDue(now) // groups due now become deliveries
 }
 
-// nextWake returns the earliest wake-up time after now: a key's backoff, or
-// the next probe of an action that is down. q.mu is held.
+// nextWake returns the earliest wake-up time after now: a key's backoff, the
+// next probe of an action that is down, the next group due, or the next
+// token of a rate limit a worker waits for. q.mu is held.
 func (q *Queue) nextWake(now time.Time) (time.Time, bool) {
 	var next time.Time
 	for _, at := range q.backoffs {
@@ -93,6 +96,11 @@ func (q *Queue) nextWake(now time.Time) (time.Time, bool) {
 	}
 	if h := q.health; h.down && h.nextProbe.After(now) && (next.IsZero() || h.nextProbe.Before(next)) {
 		next = h.nextProbe
+	}
+	for _, wake := range [...]func(time.Time) (time.Time, bool){q.grp.nextDue, q.limit.nextWake} {
+		if at, ok := wake(now); ok && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
 	}
 	return next, !next.IsZero()
 }

@@ -105,7 +105,7 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 	}
 	req.Header.Set("User-Agent", "dynwatch")
 	req.Header.Set("X-Dynwatch-Event-Id", d.Payload.ID)
-	req.Header.Set("X-Dynwatch-Delivery-Id", DeliveryKey(d.Payload))
+	req.Header.Set("X-Dynwatch-Delivery-Id", DeliveryID(d))
 	for k, v := range formatHeader {
 		req.Header.Set(k, v)
 	}

@@ -30,17 +30,24 @@ func webhookFormat(spec *config.WebhookSpec, source string) bodyFormat {
 			return ceStructured(d, source), header, nil
 		}
 	case config.FormatSlack:
-		return jsonFormat(slackMessage)
+		return chatFormat(slackMessage, renderSlack)
 	case config.FormatTeams:
-		return jsonFormat(teamsMessage)
+		return chatFormat(teamsMessage, renderTeams)
 	}
 	return nil
 }
 
-// jsonFormat sends what build makes of a payload as application/json.
-func jsonFormat(build func(*event.Payload) ([]byte, error)) bodyFormat {
+// chatFormat sends a chat message as application/json: what build makes of
+// one event's payload, or for a grouped delivery what render makes of the
+// group's summary.
+func chatFormat(build func(*event.Payload) ([]byte, error), render func(string, []chatFact, string) ([]byte, error)) bodyFormat {
 	header := map[string]string{"Content-Type": "application/json"}
 	return func(d *event.Delivery) ([]byte, map[string]string, error) {
+		if d.Group != nil {
+			title, facts := groupSummary(d.Group)
+			b, err := render(title, facts, DeliveryID(d))
+			return b, header, err
+		}
 		b, err := build(d.Payload)
 		return b, header, err
 	}

@@ -233,6 +233,13 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(i)
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(n.Value, 64)
+		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") || err != nil {
+			d.addf(n.Line, path, "want a number, got %s", kindName(n))
+			return
+		}
+		v.SetFloat(f)
 	default:
 		d.addf(n.Line, path, "cannot decode into %s", v.Type())
 	}

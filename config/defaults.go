@@ -57,6 +57,16 @@ const (
 
 	// DefaultFire is a rule's fire.
 	DefaultFire = FireAlways
+
+	// DefaultGroupWait is group.wait: Alertmanager's group_wait.
+	DefaultGroupWait = 30 * time.Second
+	// DefaultGroupInterval is group.interval: Alertmanager's group_interval.
+	DefaultGroupInterval = 5 * time.Minute
+	// DefaultGroupMax is group.max.
+	DefaultGroupMax = 100
+	// DefaultRateLimitBurst is rateLimit.burst: one delivery at a time,
+	// spaced 1/perSecond apart.
+	DefaultRateLimitBurst = 1
 )
 
 // LastAppliedPath is the annotation in which kubectl apply keeps the object
@@ -124,6 +134,14 @@ func (a *ActionSpec) applyDefaults() {
 		if k.set {
 			k.spec.applyDefaults()
 		}
+	}
+	if g := a.Group; g != nil {
+		g.Wait = orDuration(g.Wait, DefaultGroupWait)
+		g.Interval = orDuration(g.Interval, DefaultGroupInterval)
+		g.Max = orInt(g.Max, DefaultGroupMax)
+	}
+	if r := a.RateLimit; r != nil {
+		r.Burst = orInt(r.Burst, DefaultRateLimitBurst)
 	}
 }
 
@@ -212,6 +230,13 @@ func orDuration(d *Duration, def time.Duration) *Duration {
 		return &v
 	}
 	return d
+}
+
+func orInt(i *int, def int) *int {
+	if i == nil {
+		return &def
+	}
+	return i
 }
 
 func orString(s, def string) string {

@@ -139,6 +139,11 @@ type ActionSpec struct {
 	// Concurrency is how many objects are delivered in parallel; one object's
 	// events stay in order. Default: 4.
 	Concurrency int `yaml:"concurrency"`
+	// Group batches the action's events into grouped deliveries, as
+	// Alertmanager groups alerts. Default: off, one delivery per event.
+	Group *GroupSpec `yaml:"group"`
+	// RateLimit spaces the action's deliveries; none is dropped. Default: off.
+	RateLimit *RateLimitSpec `yaml:"rateLimit"`
 }
 
 // LogSpec configures the log action.
@@ -262,6 +267,40 @@ type ConditionSpec struct {
 	Value Value `yaml:"value"`
 	// Object is new or old (updates only). Default: new.
 	Object string `yaml:"object"`
+}
+
+// GroupByLabels are the labels a group's `by` may list: the event's rule,
+// namespace, name, kind, resource (resource.group), cluster, type (add,
+// update, delete) and transition (enter, exit).
+var GroupByLabels = []string{"rule", "namespace", "name", "kind", "resource", "cluster", "type", "transition"}
+
+// GroupSpec is an action's group: the events with the same values of By form
+// one group, delivered as one payload {"group", "count", "events"}.
+type GroupSpec struct {
+	// By are the labels whose values name a group (GroupByLabels). Default:
+	// none, one group for all of the action's events (as Alertmanager's
+	// group_by: []).
+	By []string `yaml:"by"`
+	// Wait is how long the first event of a new group waits for others
+	// (group_wait). Default: 30s.
+	Wait *Duration `yaml:"wait"`
+	// Interval is how long, after a group was delivered, its next events wait
+	// (group_interval). Default: 5m.
+	Interval *Duration `yaml:"interval"`
+	// Max is the most events one delivery holds; a larger group is split, in
+	// order. Default: 100.
+	Max *int `yaml:"max"`
+}
+
+// RateLimitSpec is a token bucket that spaces an action's deliveries (a
+// grouped delivery counts once); deliveries wait, none is dropped.
+type RateLimitSpec struct {
+	// PerSecond is the rate tokens come back at; fractions allowed (0.1: one
+	// every 10s). Required.
+	PerSecond float64 `yaml:"perSecond"`
+	// Burst is how many deliveries may go at once after a quiet spell.
+	// Default: 1.
+	Burst *int `yaml:"burst"`
 }
 
 // Action returns the named action spec, or nil.

@@ -152,6 +152,8 @@ func (a *ActionSpec) validate(v *validator, p string) {
 	if a.Concurrency < 0 {
 		v.errf(p+".concurrency", "must not be negative")
 	}
+	a.Group.validate(v, p+".group")
+	a.RateLimit.validate(v, p+".rateLimit")
 }
 
 func (l *LogSpec) validate(*validator, string) {}

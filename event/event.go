@@ -177,4 +177,10 @@ type Delivery struct {
 	Key string
 	// Seq is the delivery's place in its action's durable queue (0 without state).
 	Seq uint64
+	// Group is set on a grouped delivery (NewGroupDelivery): JSON is then the
+	// group's encoding, Payload and Key its first member's.
+	Group *GroupPayload
+	// Members are a grouped delivery's member deliveries, in order, each
+	// with its Seq; nil for one event's delivery.
+	Members []*Delivery
 }

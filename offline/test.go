@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/payload"
 	"github.com/dynwatch/dynwatch/rules"
@@ -22,8 +23,12 @@ type Test struct {
 	// New are the objects; each is an add, or with Old an update from the
 	// object of Old at the same place (Old and New pair up in order).
 	New, Old [][]byte
-	// Explain also writes each check with the value found and whether it held.
+	// Explain also writes each check with the value found and whether it
+	// held and, when the rule fires, what each of Actions does with the event
+	// (the group it joins, a rate limit).
 	Explain bool
+	// Actions are the specs of the rule's actions, in the rule's order.
+	Actions []*config.ActionSpec
 	// Now is the events' time. Default: time.Now.
 	Now func() time.Time
 }
@@ -82,5 +87,11 @@ func (t Test) one(w io.Writer, ev *event.Event) bool {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false) // "<redacted>" reads as written
 	enc.SetIndent("", "  ")
-	return enc.Encode(matches[0].Payload) == nil
+	if enc.Encode(matches[0].Payload) != nil {
+		return false
+	}
+	if t.Explain {
+		explainActions(w, t.Actions, matches[0].Payload)
+	}
+	return true
 }

@@ -19,18 +19,34 @@ import (
 // Errors that depend on an event's data (a key the object lacks, a function
 // failing) can only show at delivery.
 func ParseTemplate(body string) (*template.Template, error) {
+	return parseTemplate(body, "the event", templateFields, sampleJSON)
+}
+
+// ParseGroupTemplate is ParseTemplate for the body of an action that groups:
+// the template sees the group payload, .group (the by-labels), .count and
+// .events (each a payload as ParseTemplate's templates see it, for range).
+func ParseGroupTemplate(body string) (*template.Template, error) {
+	return parseTemplate(body, "a grouped delivery", groupTemplateFields, groupSampleJSON)
+}
+
+func parseTemplate(body, what string, fields []string, sample []byte) (*template.Template, error) {
 	t, err := template.New("body").Option("missingkey=error").Funcs(TemplateFuncs()).Parse(body)
 	if err != nil {
 		return nil, fmt.Errorf("bad template: %w", err)
 	}
-	if bad := unknownFields(t.Root); len(bad) > 0 {
-		return nil, fmt.Errorf("bad template: the event has no field %s (it has: %s)", strings.Join(bad, ", "), strings.Join(templateFields, " "))
+	if bad := unknownFields(t.Root, fields); len(bad) > 0 {
+		return nil, fmt.Errorf("bad template: %s has no field %s (it has: %s)", what, strings.Join(bad, ", "), strings.Join(fields, " "))
 	}
-	if err := t.Execute(io.Discard, TemplateData(sampleJSON)); err != nil && !strings.Contains(err.Error(), "map has no entry") {
+	if err := t.Execute(io.Discard, TemplateData(sample)); err != nil && !strings.Contains(err.Error(), "map has no entry") {
 		return nil, fmt.Errorf("bad template: %w", err)
 	}
 	return t, nil
 }
+
+// groupTemplateFields are the group payload's top-level fields.
+var groupTemplateFields = []string{".group", ".count", ".events"}
+
+var groupSampleJSON = []byte(`{"group":{},"count":1,"events":[` + string(sampleJSON) + `]}`)
 
 // templateFields are the payload's top-level fields, as the template reads them.
 var templateFields = []string{".id", ".time", ".type", ".replay", ".rule", ".resource", ".namespace", ".name", ".uid",
@@ -41,23 +57,37 @@ var sampleJSON = []byte(`{"id":"uid:1:add","time":"2026-01-01T00:00:00.000Z","ty
 	`"namespace":"ns","name":"n","uid":"uid","resourceVersion":"1","fields":{},"changed":[],"transition":"","object":{},"oldObject":null}`)
 
 // TemplateData is what a body template executes on: the payload as its JSON
-// spells it, decoded (so .object.spec.replicas reads the object).
+// spells it, decoded (so .object.spec.replicas reads the object); for a
+// group payload, the group with each of its events decoded so.
 func TemplateData(payloadJSON []byte) any {
 	var v map[string]any
 	if json.Unmarshal(payloadJSON, &v) != nil {
 		return map[string]any{}
 	}
+	if events, ok := v["events"].([]any); ok && v["group"] != nil {
+		for _, e := range events { // a group payload: each event as one is
+			if m, ok := e.(map[string]any); ok {
+				fillAbsent(m)
+			}
+		}
+		return v
+	}
+	fillAbsent(v)
+	return v
+}
+
+// fillAbsent sets the optional payload fields a payload lacks to nil.
+func fillAbsent(v map[string]any) {
 	for _, k := range []string{"fields", "changed", "transition", "oldObject"} {
 		if _, ok := v[k]; !ok {
 			v[k] = nil // absent from this payload, yet a field templates may read
 		}
 	}
-	return v
 }
 
 // unknownFields walks the template's top scope (not inside range or with,
 // where the dot is something else) for fields the payload does not have.
-func unknownFields(n parse.Node) []string {
+func unknownFields(n parse.Node, fields []string) []string {
 	var bad []string
 	var walk func(parse.Node)
 	walk = func(n parse.Node) {
@@ -89,7 +119,7 @@ func unknownFields(n parse.Node) []string {
 		case *parse.WithNode:
 			walk(n.Pipe)
 		case *parse.FieldNode:
-			if f := "." + n.Ident[0]; !slices.Contains(templateFields, f) {
+			if f := "." + n.Ident[0]; !slices.Contains(fields, f) {
 				bad = append(bad, f)
 			}
 		}

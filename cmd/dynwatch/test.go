@@ -11,8 +11,8 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 	fs := flagSet(e, "test", "--config FILE --rule NAME [--old FILE] --new FILE [--explain]",
 		"Evaluates one rule offline on object files (JSON or YAML): an add of --new, or with --old an update\n"+
 			"from --old to --new. Prints whether the rule fires and the payload it would produce; --explain\n"+
-			"prints each check with the value found and whether it held. Exits 0 when the rule fires, 1 when\n"+
-			"it does not, 2 on bad usage or an invalid config.")
+			"prints each check with the value found and whether it held, and the group each action would put\n"+
+			"the event in. Exits 0 when the rule fires, 1 when it does not, 2 on bad usage or an invalid config.")
 	var kf kubeFlags
 	kf.registerOffline(fs)
 	lf := commandLogs(fs)
@@ -59,6 +59,9 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 		}
 	}
 	t := offline.Test{Rule: rule, Redactor: file.Redactor, New: objs, Old: olds, Explain: *explain}
+	for _, name := range rule.Actions {
+		t.Actions = append(t.Actions, file.Action(name))
+	}
 	if !t.Run(e.stdout) {
 		return exitFailure
 	}

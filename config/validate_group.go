@@ -1,0 +1,83 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// validate checks an action's group: its by labels, wait, interval and max.
+func (g *GroupSpec) validate(v *validator, p string) {
+	if g == nil {
+		return
+	}
+	for i, l := range g.By {
+		lp := fmt.Sprintf("%s.by[%d]", p, i)
+		switch first := slices.Index(g.By, l); {
+		case !slices.Contains(GroupByLabels, l):
+			v.errf(lp, "unknown label %q%s (want any of %s)", l, nearestLabel(l), strings.Join(GroupByLabels, ", "))
+		case first < i:
+			v.errf(lp, "duplicate label %q (first at by[%d])", l, first)
+		}
+	}
+	positive(v, p+".wait", g.Wait)
+	positive(v, p+".interval", g.Interval)
+	if *g.Max < 1 {
+		v.errf(p+".max", "must be at least 1, got %d", *g.Max)
+	}
+}
+
+// validate checks an action's rateLimit: a positive rate and a burst of one or more.
+func (r *RateLimitSpec) validate(v *validator, p string) {
+	if r == nil {
+		return
+	}
+	switch {
+	case math.IsNaN(r.PerSecond) || math.IsInf(r.PerSecond, 0):
+		v.errf(p+".perSecond", "want a finite number, got %v", r.PerSecond)
+	case r.PerSecond == 0:
+		v.errf(p+".perSecond", "required: deliveries per second, more than 0 (0.1: one every 10s)")
+	case r.PerSecond < 0:
+		v.errf(p+".perSecond", "must be more than 0, got %v", r.PerSecond)
+	}
+	if *r.Burst < 1 {
+		v.errf(p+".burst", "must be at least 1, got %d", *r.Burst)
+	}
+}
+
+// nearestLabel suggests the group label closest to l, as ", did you mean
+// X?", or "" when none is close.
+func nearestLabel(l string) string {
+	best, bestD := "", 3
+	for _, c := range GroupByLabels {
+		if d := editDistance(strings.ToLower(l), c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(", did you mean %q?", best)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

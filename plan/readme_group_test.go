@@ -1,0 +1,64 @@
+package plan
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// readmeSection returns the README's section under heading (up to the next
+// "## "), its yaml blocks and its json blocks.
+func readmeSection(t *testing.T, heading string) (yamls, jsons []string) {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	start := strings.Index(text, "\n"+heading+"\n")
+	if start < 0 {
+		t.Fatalf("README has no %q section", heading)
+	}
+	section := text[start+1:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(section, -1) {
+		yamls = append(yamls, m[1])
+	}
+	for _, m := range regexp.MustCompile("(?s)```json\n(.*?)```").FindAllStringSubmatch(section, -1) {
+		jsons = append(jsons, m[1])
+	}
+	return yamls, jsons
+}
+
+// The "Less noise" example loads, groups, and its payload is valid JSON of
+// the group shape (cmd/dynwatch's TestReadmeLessNoise runs it for real).
+func TestReadmeLessNoiseExample(t *testing.T) {
+	t.Setenv("CHAT_URL", "https://chat.example.invalid/hook")
+	yamls, jsons := readmeSection(t, "## Less noise")
+	if len(yamls) != 1 || len(jsons) != 1 {
+		t.Fatalf("%d yaml and %d json blocks, want one each", len(yamls), len(jsons))
+	}
+	f, err := Parse("README.md", []byte(yamls[0]))
+	if err != nil {
+		t.Fatalf("the example does not load: %v", err)
+	}
+	a := f.Config.Actions[0]
+	if a.Group == nil || a.RateLimit == nil || f.Config.Rules[0].Fire != "edges" || len(f.Config.Rules[0].Changed) == 0 || len(f.Config.Rules[0].When) == 0 {
+		t.Errorf("the example does not show when, changed, fire: edges, group and rateLimit together")
+	}
+	var g struct {
+		Group  map[string]string
+		Count  int
+		Events []map[string]any
+	}
+	if err := json.Unmarshal([]byte(jsons[0]), &g); err != nil {
+		t.Fatalf("the payload is not JSON: %v", err)
+	}
+	if g.Count != len(g.Events) || len(g.Group) != len(a.Group.By) {
+		t.Errorf("payload: count %d of %d events, labels %v for by %v", g.Count, len(g.Events), g.Group, a.Group.By)
+	}
+}
