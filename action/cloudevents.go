@@ -26,6 +26,9 @@ func DeliveryKey(p *event.Payload) string { return p.ID + ":" + p.Rule }
 // source, datacontenttype left out (each binding spells it its own way).
 func ceAttributes(d *event.Delivery, source string) []ceAttr {
 	p := d.Payload
+	if p.Cluster != "" {
+		source = p.Cluster // with several clusters, the source is the event's cluster
+	}
 	attrs := []ceAttr{
 		{"specversion", "1.0"},
 		{"id", DeliveryKey(p)},
