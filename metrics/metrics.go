@@ -29,6 +29,8 @@ type WatchSample struct {
 	Synced              bool
 	// LastEvent is when it last saw an event or a bookmark; zero if never.
 	LastEvent time.Time
+	// Cluster names the watch's cluster with clusters; "" without them.
+	Cluster string
 }
 
 // Sources give the samples read at scrape time; either may be nil.
@@ -37,6 +39,8 @@ type Sources struct {
 	Watches func() []WatchSample
 	// RuleErrors gives, per rule, the CEL evaluations that failed so far.
 	RuleErrors func() map[string]uint64
+	// Clusters gives, with clusters, whether each one answers.
+	Clusters func() []ClusterSample
 }
 
 // Metrics holds the series. A nil *Metrics counts nothing, so that code paths
@@ -57,7 +61,7 @@ func New(src Sources) *Metrics {
 		reg: prometheus.NewRegistry(),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dynwatch_events_total", Help: "Events seen by the informers, by resource and type.",
-		}, []string{"resource", "type"}),
+		}, []string{"resource", "type", "cluster"}),
 		matches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dynwatch_rule_matches_total", Help: "Events a rule fired on.",
 		}, []string{"rule"}),
@@ -77,7 +81,7 @@ func New(src Sources) *Metrics {
 	}
 	m.reg.MustRegister(m.events, m.matches, m.eval, m.reloads, m.leader, m.commits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&sampled{src: src})
+		&sampled{src: src}, &clusters{src: src.Clusters})
 	for _, r := range []string{"ok", "failed"} {
 		m.reloads.WithLabelValues(r)
 	}
@@ -89,10 +93,15 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// Event counts an event seen for resource.
-func (m *Metrics) Event(resource, typ string) {
+// Event counts an event seen for resource (of the one cluster).
+func (m *Metrics) Event(resource, typ string) { m.EventIn("", resource, typ) }
+
+// EventIn counts an event seen for resource in the named cluster; "" is the
+// one cluster, whose series have an empty cluster label (Prometheus stores
+// them without one, so queries written before clusters keep working).
+func (m *Metrics) EventIn(cluster, resource, typ string) {
 	if m != nil {
-		m.events.WithLabelValues(resource, typ).Inc()
+		m.events.WithLabelValues(resource, typ, cluster).Inc()
 	}
 }
 
@@ -142,9 +151,9 @@ func (m *Metrics) SetLeader(acting bool) {
 var (
 	deliveriesDesc = prometheus.NewDesc("dynwatch_deliveries_total", "Delivery attempts by action and result: ok, retry, failed (gave up), dropped (queue full or stopped).", []string{"action", "result"}, nil)
 	depthDesc      = prometheus.NewDesc("dynwatch_queue_depth", "Undelivered events of an action, queued or in flight: in memory and, with state.path, on disk.", []string{"action"}, nil)
-	syncedDesc     = prometheus.NewDesc("dynwatch_informer_synced", "1 when the watch has listed once, else 0 (still listing, or failing: forbidden, not served).", []string{"resource", "namespace"}, nil)
+	syncedDesc     = prometheus.NewDesc("dynwatch_informer_synced", "1 when the watch has listed once, else 0 (still listing, or failing: forbidden, not served).", []string{"resource", "namespace", "cluster"}, nil)
 	ruleErrorsDesc = prometheus.NewDesc("dynwatch_rule_eval_errors_total", "CEL evaluations that failed (no such key, the cost limit, not a bool) and counted as false.", []string{"rule"}, nil)
-	lastEventDesc  = prometheus.NewDesc("dynwatch_watch_last_event_timestamp_seconds", "When the watch last saw an event or a bookmark.", []string{"resource", "namespace"}, nil)
+	lastEventDesc  = prometheus.NewDesc("dynwatch_watch_last_event_timestamp_seconds", "When the watch last saw an event or a bookmark.", []string{"resource", "namespace", "cluster"}, nil)
 )
 
 // sampled reads the queues' and informers' own counts at scrape time.
@@ -176,9 +185,9 @@ func (s *sampled) Collect(ch chan<- prometheus.Metric) {
 			if w.Synced {
 				synced = 1
 			}
-			ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, synced, w.Resource, w.Namespace)
+			ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, synced, w.Resource, w.Namespace, w.Cluster)
 			if !w.LastEvent.IsZero() {
-				ch <- prometheus.MustNewConstMetric(lastEventDesc, prometheus.GaugeValue, float64(w.LastEvent.UnixNano())/1e9, w.Resource, w.Namespace)
+				ch <- prometheus.MustNewConstMetric(lastEventDesc, prometheus.GaugeValue, float64(w.LastEvent.UnixNano())/1e9, w.Resource, w.Namespace, w.Cluster)
 			}
 		}
 	}

@@ -109,7 +109,7 @@ func (p *pipeline) withoutCluster(cluster string) *pipeline {
 func (w *Watcher) handle(k dyninformer.Key, ev *event.Event) {
 	ev.Cluster = k.Cluster
 	p := w.pipe.Load()
-	p.metrics.Event(ev.Resource.Name(), string(ev.Type))
+	p.metrics.EventIn(k.Cluster, ev.Resource.Name(), string(ev.Type))
 	if w.durable != nil {
 		w.durable.handle(p, k, ev)
 		return
