@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	k8sdiscovery "k8s.io/client-go/discovery"
 
+	"github.com/dynwatch/dynwatch/audit"
 	"github.com/dynwatch/dynwatch/config"
 	dwdiscovery "github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/dyninformer"
@@ -132,4 +134,46 @@ func rbacClusters(e *env, kf *kubeFlags, file *plan.File, resolve bool, base rba
 		}
 	}
 	return exitOK
+}
+
+// auditClusters audits the command line's cluster or, with clusters, each
+// cluster with its rules; a cluster that cannot be reached is one whose
+// resources could not be listed (the audit is incomplete), the others are
+// audited still.
+func auditClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, chunk int64) (*audit.Result, error) {
+	specs := file.Config.Clusters
+	if len(specs) == 0 {
+		specs = []config.ClusterSpec{{}}
+	}
+	all := &audit.Result{Listed: map[string]int{}, Failed: map[string]error{}}
+	for _, spec := range specs {
+		k := kf
+		if spec.Name != "" {
+			k = kf.forCluster(spec)
+		}
+		c, err := k.connect()
+		var cat *dwdiscovery.Catalog
+		if err == nil {
+			cat, err = c.catalog(e.stderr)
+		}
+		if err != nil {
+			if spec.Name == "" {
+				return nil, err
+			}
+			all.Failed["cluster "+spec.Name] = err
+			continue
+		}
+		opts := audit.Options{File: file.ForCluster(spec.Name), Catalog: cat, Client: c.raw, PageSize: chunk, Cluster: spec.Name}
+		if isTerminal(e.stderr) {
+			opts.Progress = e.stderr
+		}
+		res, err := audit.Run(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		all.Findings = append(all.Findings, res.Findings...)
+		maps.Copy(all.Listed, res.Listed)
+		maps.Copy(all.Failed, res.Failed)
+	}
+	return all, nil
 }
