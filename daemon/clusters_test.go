@@ -58,7 +58,7 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], namespaces: 
 			ConfigCheckInterval: time.Second, Source: "https://unused.invalid"},
 		log: log, file: file, start: time.Now(),
 	}
-	d.metrics = metrics.New(metrics.Sources{Watches: d.watchSamples, Clusters: d.clusterSamples})
+	d.metrics = metrics.New(metrics.Sources{Watches: d.watchSamples, Clusters: d.clusterSamples, ClusterLabel: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	returned := make(chan error, 1)
 	go func() { returned <- d.elect(ctx) }()

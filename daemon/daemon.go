@@ -93,7 +93,8 @@ func Run(ctx context.Context, o Options) error {
 		o.ConfigCheckInterval = 2 * time.Second
 	}
 	d := &daemon{o: o, log: o.Logger, file: o.File, start: time.Now()}
-	d.metrics = metrics.New(metrics.Sources{Queues: d.queueSamples, Watches: d.watchSamples, RuleErrors: d.ruleErrors, Clusters: d.clusterSamples})
+	d.metrics = metrics.New(metrics.Sources{Queues: d.queueSamples, Watches: d.watchSamples, RuleErrors: d.ruleErrors, Clusters: d.clusterSamples,
+		ClusterLabel: len(o.File.Config.Clusters) > 0})
 	stopServer, err := d.serve()
 	if err != nil {
 		d.log.Error("cannot serve metrics and health", "err", err)

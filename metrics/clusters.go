@@ -27,3 +27,30 @@ func (c *clusters) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(clusterUpDesc, prometheus.GaugeValue, up, cl.Name)
 	}
 }
+
+// withCluster returns labels, and cluster after them when on.
+func withCluster(on bool, labels ...string) []string {
+	if on {
+		return append(labels, "cluster")
+	}
+	return labels
+}
+
+// newSampled returns the collector of what is read at scrape time, its
+// watch series with a cluster label when src.ClusterLabel.
+func newSampled(src Sources) *sampled {
+	s := &sampled{src: src, synced: syncedDesc, lastEvent: lastEventDesc}
+	if src.ClusterLabel {
+		s.synced = prometheus.NewDesc("dynwatch_informer_synced", "1 when the watch has listed once, else 0 (still listing, or failing: forbidden, not served).", withCluster(true, "resource", "namespace"), nil)
+		s.lastEvent = prometheus.NewDesc("dynwatch_watch_last_event_timestamp_seconds", "When the watch last saw an event or a bookmark.", withCluster(true, "resource", "namespace"), nil)
+	}
+	return s
+}
+
+// watchLabels are the label values of a watch's series.
+func (s *sampled) watchLabels(w WatchSample) []string {
+	if s.src.ClusterLabel {
+		return []string{w.Resource, w.Namespace, w.Cluster}
+	}
+	return []string{w.Resource, w.Namespace}
+}

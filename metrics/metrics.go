@@ -41,6 +41,10 @@ type Sources struct {
 	RuleErrors func() map[string]uint64
 	// Clusters gives, with clusters, whether each one answers.
 	Clusters func() []ClusterSample
+	// ClusterLabel gives the per-resource series (events, informer synced,
+	// last event) a cluster label: set when the config has clusters at
+	// start. Without it they are as they were before clusters.
+	ClusterLabel bool
 }
 
 // Metrics holds the series. A nil *Metrics counts nothing, so that code paths
@@ -53,15 +57,18 @@ type Metrics struct {
 	reloads *prometheus.CounterVec
 	leader  prometheus.Gauge
 	commits prometheus.Counter
+	// clusterLabel: the per-resource series have a cluster label.
+	clusterLabel bool
 }
 
 // New registers every series (and the Go and process collectors).
 func New(src Sources) *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		clusterLabel: src.ClusterLabel,
+		reg:          prometheus.NewRegistry(),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dynwatch_events_total", Help: "Events seen by the informers, by resource and type.",
-		}, []string{"resource", "type", "cluster"}),
+		}, withCluster(src.ClusterLabel, "resource", "type")),
 		matches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dynwatch_rule_matches_total", Help: "Events a rule fired on.",
 		}, []string{"rule"}),
@@ -81,7 +88,7 @@ func New(src Sources) *Metrics {
 	}
 	m.reg.MustRegister(m.events, m.matches, m.eval, m.reloads, m.leader, m.commits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&sampled{src: src}, &clusters{src: src.Clusters})
+		newSampled(src), &clusters{src: src.Clusters})
 	for _, r := range []string{"ok", "failed"} {
 		m.reloads.WithLabelValues(r)
 	}
@@ -100,8 +107,12 @@ func (m *Metrics) Event(resource, typ string) { m.EventIn("", resource, typ) }
 // one cluster, whose series have an empty cluster label (Prometheus stores
 // them without one, so queries written before clusters keep working).
 func (m *Metrics) EventIn(cluster, resource, typ string) {
-	if m != nil {
+	switch {
+	case m == nil:
+	case m.clusterLabel:
 		m.events.WithLabelValues(resource, typ, cluster).Inc()
+	default:
+		m.events.WithLabelValues(resource, typ).Inc()
 	}
 }
 
@@ -151,16 +162,21 @@ func (m *Metrics) SetLeader(acting bool) {
 var (
 	deliveriesDesc = prometheus.NewDesc("dynwatch_deliveries_total", "Delivery attempts by action and result: ok, retry, failed (gave up), dropped (queue full or stopped).", []string{"action", "result"}, nil)
 	depthDesc      = prometheus.NewDesc("dynwatch_queue_depth", "Undelivered events of an action, queued or in flight: in memory and, with state.path, on disk.", []string{"action"}, nil)
-	syncedDesc     = prometheus.NewDesc("dynwatch_informer_synced", "1 when the watch has listed once, else 0 (still listing, or failing: forbidden, not served).", []string{"resource", "namespace", "cluster"}, nil)
+	syncedDesc     = prometheus.NewDesc("dynwatch_informer_synced", "1 when the watch has listed once, else 0 (still listing, or failing: forbidden, not served).", []string{"resource", "namespace"}, nil)
 	ruleErrorsDesc = prometheus.NewDesc("dynwatch_rule_eval_errors_total", "CEL evaluations that failed (no such key, the cost limit, not a bool) and counted as false.", []string{"rule"}, nil)
-	lastEventDesc  = prometheus.NewDesc("dynwatch_watch_last_event_timestamp_seconds", "When the watch last saw an event or a bookmark.", []string{"resource", "namespace", "cluster"}, nil)
+	lastEventDesc  = prometheus.NewDesc("dynwatch_watch_last_event_timestamp_seconds", "When the watch last saw an event or a bookmark.", []string{"resource", "namespace"}, nil)
 )
 
 // sampled reads the queues' and informers' own counts at scrape time.
-type sampled struct{ src Sources }
+type sampled struct {
+	src Sources
+	// synced and lastEvent are the watches' descriptors: with a cluster
+	// label when src.ClusterLabel.
+	synced, lastEvent *prometheus.Desc
+}
 
 func (s *sampled) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{deliveriesDesc, depthDesc, syncedDesc, lastEventDesc, ruleErrorsDesc} {
+	for _, d := range []*prometheus.Desc{deliveriesDesc, depthDesc, s.synced, s.lastEvent, ruleErrorsDesc} {
 		ch <- d
 	}
 }
@@ -185,9 +201,9 @@ func (s *sampled) Collect(ch chan<- prometheus.Metric) {
 			if w.Synced {
 				synced = 1
 			}
-			ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, synced, w.Resource, w.Namespace, w.Cluster)
+			ch <- prometheus.MustNewConstMetric(s.synced, prometheus.GaugeValue, synced, s.watchLabels(w)...)
 			if !w.LastEvent.IsZero() {
-				ch <- prometheus.MustNewConstMetric(lastEventDesc, prometheus.GaugeValue, float64(w.LastEvent.UnixNano())/1e9, w.Resource, w.Namespace, w.Cluster)
+				ch <- prometheus.MustNewConstMetric(s.lastEvent, prometheus.GaugeValue, float64(w.LastEvent.UnixNano())/1e9, s.watchLabels(w)...)
 			}
 		}
 	}

@@ -54,8 +54,15 @@ func (h *health) reportNoWatch(ctx context.Context, period time.Duration) {
 	warned := false
 	wait.UntilWithContext(ctx, func(context.Context) {
 		var statuses []dyninformer.Status
+		applied := false
 		for _, s := range h.sources() {
-			statuses = append(statuses, s.mgr.Statuses()...)
+			if s.applied.Load() { // a cluster not reached yet is said elsewhere
+				applied = true
+				statuses = append(statuses, s.mgr.Statuses()...)
+			}
+		}
+		if !applied {
+			return
 		}
 		failing := map[string]string{}
 		for _, st := range statuses {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	k8sdiscovery "k8s.io/client-go/discovery"
@@ -49,6 +50,8 @@ type source struct {
 	vanishGrace time.Duration
 
 	reach reachability // whether discovery answered last time
+	// applied is set once the watched set was first matched to a catalog.
+	applied atomic.Bool
 	// stop ends the source's run, when a reload removed its cluster; done
 	// is closed once it has ended.
 	stop context.CancelFunc

@@ -121,6 +121,7 @@ func (w *Watcher) runSource(ctx context.Context, s *source) error {
 	}
 	w.health.reportFailed(s, cat, nil)
 	w.applyLocked(s, change{file: w.File(), cat: cat, lists: dyninformer.ListsKnown})
+	s.applied.Store(true)
 	w.mu.Unlock()
 	return s.run(ctx, func() { w.refresh(s) })
 }
