@@ -31,7 +31,7 @@ type health struct {
 func (h *health) reportSynced(ctx context.Context, start time.Time) {
 	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, false, func(context.Context) (bool, error) {
 		for _, s := range h.sources() {
-			if !s.synced() { // not reached yet, or listing
+			if !s.applied.Load() || !s.mgr.HasSynced() { // not reached yet, or listing
 				return false, nil
 			}
 		}
