@@ -29,6 +29,9 @@ func ceAttributes(d *event.Delivery, source string) []ceAttr {
 		return ceGroupAttributes(d, source)
 	}
 	p := d.Payload
+	if p.Cluster != "" {
+		source = p.Cluster // with several clusters, the source is the event's cluster
+	}
 	attrs := []ceAttr{
 		{"specversion", "1.0"},
 		{"id", DeliveryKey(p)},

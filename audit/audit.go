@@ -41,6 +41,10 @@ type Options struct {
 	// Progress, when set, receives a progress line per page (for a terminal).
 	Progress io.Writer
 	Now      func() time.Time
+	// Cluster names the cluster Client and Catalog reach, with clusters: in
+	// each finding's payload and in the keys of Listed and Failed. Default:
+	// "", the one cluster.
+	Cluster string
 }
 
 // Result is what an audit found, and the resources it could not list.
@@ -68,6 +72,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if w.Namespace != "" {
 			key += " in namespace " + w.Namespace
 		}
+		if o.Cluster != "" {
+			key += " in cluster " + o.Cluster
+		}
 		gvr := w.Key().GVR
 		eval := &rules.Evaluator{Redactor: o.File.Redactor, State: true}
 		cont := ""
@@ -83,6 +90,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 					continue
 				}
 				ev := event.New(TypeAudit, w.Resource, obj.JSON(), nil, o.Now())
+				ev.Cluster = o.Cluster
 				for _, m := range eval.Evaluate(pl.Index[gvr], ev) {
 					res.Findings = append(res.Findings, Finding{Rule: m.Rule, Payload: m.Payload})
 				}
@@ -108,9 +116,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 // WriteTable writes the findings as a table: RULE, RESOURCE, NAMESPACE, NAME and
 // the rule's fields as name=value pairs, their JSON fit for a terminal
-// (payload.Printable).
+// (payload.Printable); with clusters, CLUSTER first.
 func WriteTable(w io.Writer, fs []Finding) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	clusters := slices.ContainsFunc(fs, func(f Finding) bool { return f.Payload.Cluster != "" })
+	if clusters {
+		fmt.Fprint(tw, "CLUSTER\t")
+	}
 	fmt.Fprintln(tw, "RULE\tRESOURCE\tNAMESPACE\tNAME\tFIELDS")
 	for _, f := range fs {
 		p := f.Payload
@@ -122,6 +134,9 @@ func WriteTable(w io.Writer, fs []Finding) error {
 		var fields []string
 		for _, name := range f.Rule.FieldNames() {
 			fields = append(fields, name+"="+payload.Printable(string(p.Fields[name])))
+		}
+		if clusters {
+			fmt.Fprintf(tw, "%s\t", p.Cluster)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Rule, res, ns, p.Name, strings.Join(fields, " "))
 	}

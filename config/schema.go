@@ -1,5 +1,7 @@
 package config
 
+import "slices"
+
 // The onStart modes: what objects that exist at start fire.
 const (
 	OnStartDiff = "diff"
@@ -50,6 +52,33 @@ type Config struct {
 	Actions []ActionSpec `yaml:"actions"`
 	// Rules select resources and the events of them that fire actions. Required.
 	Rules []RuleSpec `yaml:"rules"`
+	// Clusters are the clusters watched from one process, each with its own
+	// discovery, informers and CRD tracking. Default: none, the command
+	// line's kubeconfig is the one cluster and payloads have no cluster key.
+	Clusters []ClusterSpec `yaml:"clusters"`
+}
+
+// ClusterSpec is one watched cluster.
+type ClusterSpec struct {
+	// Name names the cluster in payloads, metrics and the state file; a
+	// DNS label, unique. Required.
+	Name string `yaml:"name"`
+	// Kubeconfig is the cluster's kubeconfig file. Default: the command
+	// line's (--kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster).
+	Kubeconfig string `yaml:"kubeconfig"`
+	// Context is the kubeconfig context. Default: the file's current
+	// context (or the command line's --context for the command line's file).
+	Context string `yaml:"context"`
+}
+
+// ClusterNames returns the names of the clusters, in order; nil without
+// clusters.
+func (c *Config) ClusterNames() []string {
+	var out []string
+	for _, cl := range c.Clusters {
+		out = append(out, cl.Name)
+	}
+	return out
 }
 
 // Defaults are the rule settings that apply where a rule does not set its own.
@@ -239,6 +268,15 @@ type RuleSpec struct {
 	Fire string `yaml:"fire"`
 	// Actions are the names of the actions to deliver to. Required.
 	Actions []string `yaml:"actions"`
+	// Clusters names the clusters (of the top-level clusters) the rule
+	// applies to. Default: every cluster.
+	Clusters []string `yaml:"clusters"`
+}
+
+// AppliesTo reports whether the rule applies to the named cluster ("" is
+// the one cluster without clusters, to which every rule applies).
+func (rs *RuleSpec) AppliesTo(cluster string) bool {
+	return cluster == "" || len(rs.Clusters) == 0 || slices.Contains(rs.Clusters, cluster)
 }
 
 // Selector selects resources from discovery. Group, Version, Resource and Kind

@@ -76,6 +76,7 @@ func (c *Config) validate(v *validator) {
 		c.Rules[i].validate(v, p, c)
 		checkUnique(v, p, "rule", c.Rules[i].Name, seen, i)
 	}
+	c.validateClusters(v)
 	v.reportEnvLeft()
 }
 

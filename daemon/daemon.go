@@ -18,6 +18,7 @@ import (
 	k8sdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/metrics"
 	"github.com/dynwatch/dynwatch/plan"
@@ -47,6 +48,10 @@ type Options struct {
 	Source string
 	// Hup delivers a reload request (SIGHUP); nil: none.
 	Hup <-chan struct{}
+	// Connect builds the clients of a named cluster of the config's
+	// clusters; Informers, Discovery and Kube stay the command line's
+	// cluster's, where the Lease lives.
+	Connect func(config.ClusterSpec) (*dyninformer.Client, k8sdiscovery.DiscoveryInterface, error)
 	// Identity names this replica in leader election. Default: $POD_NAME, or
 	// the host name and process id.
 	Identity string
@@ -90,7 +95,8 @@ func Run(ctx context.Context, o Options) error {
 		o.ConfigCheckInterval = 2 * time.Second
 	}
 	d := &daemon{o: o, log: o.Logger, file: o.File, start: time.Now()}
-	d.metrics = metrics.New(metrics.Sources{Queues: d.queueSamples, Watches: d.watchSamples, RuleErrors: d.ruleErrors})
+	d.metrics = metrics.New(metrics.Sources{Queues: d.queueSamples, Watches: d.watchSamples, RuleErrors: d.ruleErrors, Clusters: d.clusterSamples,
+		ClusterLabel: len(o.File.Config.Clusters) > 0})
 	if err := d.setShard(); err != nil {
 		d.log.Error("cannot start", "err", err)
 		return ErrFailed
@@ -127,7 +133,7 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	if store != nil {
 		defer store.Close()
 	}
-	w, err := watcher.New(file, d.o.Informers, d.o.Discovery, watcher.Options{Logger: d.log, Stdout: d.o.Stdout, Source: d.o.Source, Store: store, Metrics: d.metrics})
+	w, err := watcher.New(file, d.o.Informers, d.o.Discovery, watcher.Options{Logger: d.log, Stdout: d.o.Stdout, Source: d.o.Source, Store: store, Metrics: d.metrics, Connect: d.o.Connect})
 	if err != nil {
 		d.log.Error("cannot build actions", "err", err)
 		return ErrFailed
@@ -310,7 +316,20 @@ func (d *daemon) watchSamples() []metrics.WatchSample {
 		if st.Key.GVR.Group != "" {
 			res += "." + st.Key.GVR.Group
 		}
-		out = append(out, metrics.WatchSample{Resource: res, Namespace: st.Key.Namespace, Synced: st.Synced, LastEvent: st.LastEvent, Objects: st.Objects})
+		out = append(out, metrics.WatchSample{Resource: res, Namespace: st.Key.Namespace, Synced: st.Synced, LastEvent: st.LastEvent, Cluster: st.Key.Cluster, Objects: st.Objects})
+	}
+	return out
+}
+
+// clusterSamples is, with clusters, whether each answers.
+func (d *daemon) clusterSamples() []metrics.ClusterSample {
+	w := d.current.Load()
+	if w == nil {
+		return nil
+	}
+	var out []metrics.ClusterSample
+	for _, c := range w.Clusters() {
+		out = append(out, metrics.ClusterSample{Name: c.Name, Up: c.Up})
 	}
 	return out
 }

@@ -101,7 +101,18 @@ func (d *daemon) ready(now time.Time) (bool, string) {
 	}
 	stall := d.o.File.Config.Server.StallAfter.Std()
 	var notReady, degraded []string
+	down := map[string]bool{}
+	for _, c := range w.Clusters() {
+		if !c.Up {
+			// Not the daemon's fault, and the other clusters go on: degraded.
+			down[c.Name] = true
+			degraded = append(degraded, fmt.Sprintf("degraded: cluster %s: cannot be reached (%s); retrying", c.Name, reasonOf(c.Err)))
+		}
+	}
 	for _, st := range w.Statuses() {
+		if down[st.Key.Cluster] {
+			continue // its cluster is said to be down
+		}
 		last := st.LastEvent
 		if last.IsZero() {
 			last = d.start

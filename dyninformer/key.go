@@ -11,6 +11,10 @@ import (
 type Key struct {
 	GVR       schema.GroupVersionResource
 	Namespace string
+	// Cluster names the watch's cluster with several clusters; "" is the
+	// one cluster. Each cluster has its own Manager: the field tells their
+	// keys apart where they meet (restart state, health).
+	Cluster string
 }
 
 // String spells the key as kubectl spells resources: resource.version.group,
@@ -23,6 +27,9 @@ func (k Key) String() string {
 	if k.Namespace != "" {
 		s += " in namespace " + k.Namespace
 	}
+	if k.Cluster != "" {
+		s += " in cluster " + k.Cluster
+	}
 	return s
 }
 
@@ -30,9 +37,11 @@ func (k Key) String() string {
 type Watch struct {
 	Resource  event.Resource
 	Namespace string
+	// Cluster is the watch's cluster (see Key.Cluster).
+	Cluster string
 }
 
 // Key returns the watch's key.
 func (w Watch) Key() Key {
-	return Key{GVR: schema.GroupVersionResource{Group: w.Resource.Group, Version: w.Resource.Version, Resource: w.Resource.Resource}, Namespace: w.Namespace}
+	return Key{GVR: schema.GroupVersionResource{Group: w.Resource.Group, Version: w.Resource.Version, Resource: w.Resource.Resource}, Namespace: w.Namespace, Cluster: w.Cluster}
 }

@@ -124,6 +124,9 @@ type Event struct {
 	Recorded Recorded
 	// Time is when dynwatch saw the event.
 	Time time.Time
+	// Cluster names the cluster the event comes from, with several
+	// clusters; "" is the one cluster.
+	Cluster string
 
 	dec *decoded // see Decoded
 }
@@ -138,11 +141,15 @@ func (e *Event) ID() string {
 func (e *Event) IsReplay() bool { return e.Origin == Replay }
 
 // ObjectKey identifies the object across events, for per-object ordering:
-// group/resource/namespace/name. The version is not part of it: after a watch
-// moves to another version of the resource, an object's new events still
-// queue behind its backlog.
+// group/resource/namespace/name, after "CLUSTER:" for a named cluster. The
+// version is not part of it: after a watch moves to another version of the
+// resource, an object's new events still queue behind its backlog.
 func (e *Event) ObjectKey() string {
-	return e.Resource.Group + "/" + e.Resource.Resource + "/" + e.Namespace + "/" + e.Name
+	k := e.Resource.Group + "/" + e.Resource.Resource + "/" + e.Namespace + "/" + e.Name
+	if e.Cluster != "" {
+		k = e.Cluster + ":" + k
+	}
+	return k
 }
 
 // Payload is the event as actions deliver it.
@@ -163,6 +170,8 @@ type Payload struct {
 	Changed    []string        `json:"changed,omitempty"`
 	Object     json.RawMessage `json:"object"`
 	OldObject  json.RawMessage `json:"oldObject,omitempty"`
+	// Cluster names the event's cluster, only with several clusters.
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // TimeFormat is the payload's time format: RFC 3339 in UTC with milliseconds.

@@ -39,6 +39,8 @@ type WatchSample struct {
 	LastEvent time.Time
 	// Objects is how many objects its cache holds.
 	Objects int
+	// Cluster names the watch's cluster with clusters; "" without them.
+	Cluster string
 }
 
 // Sources give the samples read at scrape time; either may be nil.
@@ -47,6 +49,12 @@ type Sources struct {
 	Watches func() []WatchSample
 	// RuleErrors gives, per rule, the CEL evaluations that failed so far.
 	RuleErrors func() map[string]uint64
+	// Clusters gives, with clusters, whether each one answers.
+	Clusters func() []ClusterSample
+	// ClusterLabel gives the per-resource series (events, informer synced,
+	// last event) a cluster label: set when the config has clusters at
+	// start. Without it they are as they were before clusters.
+	ClusterLabel bool
 }
 
 // Metrics holds the series. A nil *Metrics counts nothing, so that code paths
@@ -59,15 +67,18 @@ type Metrics struct {
 	reloads *prometheus.CounterVec
 	leader  prometheus.Gauge
 	commits prometheus.Counter
+	// clusterLabel: the per-resource series have a cluster label.
+	clusterLabel bool
 }
 
 // New registers every series (and the Go and process collectors).
 func New(src Sources) *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		clusterLabel: src.ClusterLabel,
+		reg:          prometheus.NewRegistry(),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dynwatch_events_total", Help: "Events seen by the informers, by resource and type.",
-		}, []string{"resource", "type"}),
+		}, withCluster(src.ClusterLabel, "resource", "type")),
 		matches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dynwatch_rule_matches_total", Help: "Events a rule fired on.",
 		}, []string{"rule"}),
@@ -87,7 +98,7 @@ func New(src Sources) *Metrics {
 	}
 	m.reg.MustRegister(m.events, m.matches, m.eval, m.reloads, m.leader, m.commits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&sampled{src: src})
+		newSampled(src), &clusters{src: src.Clusters})
 	for _, r := range []string{"ok", "failed"} {
 		m.reloads.WithLabelValues(r)
 	}
@@ -99,9 +110,18 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// Event counts an event seen for resource.
-func (m *Metrics) Event(resource, typ string) {
-	if m != nil {
+// Event counts an event seen for resource (of the one cluster).
+func (m *Metrics) Event(resource, typ string) { m.EventIn("", resource, typ) }
+
+// EventIn counts an event seen for resource in the named cluster; "" is the
+// one cluster, whose series have an empty cluster label (Prometheus stores
+// them without one, so queries written before clusters keep working).
+func (m *Metrics) EventIn(cluster, resource, typ string) {
+	switch {
+	case m == nil:
+	case m.clusterLabel:
+		m.events.WithLabelValues(resource, typ, cluster).Inc()
+	default:
 		m.events.WithLabelValues(resource, typ).Inc()
 	}
 }
@@ -161,10 +181,15 @@ var (
 )
 
 // sampled reads the queues' and informers' own counts at scrape time.
-type sampled struct{ src Sources }
+type sampled struct {
+	src Sources
+	// synced, lastEvent and objects are the watches' descriptors: with a
+	// cluster label when src.ClusterLabel.
+	synced, lastEvent, objects *prometheus.Desc
+}
 
 func (s *sampled) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{deliveriesDesc, depthDesc, syncedDesc, lastEventDesc, ruleErrorsDesc, objectsDesc, groupEvDesc, groupsDesc} {
+	for _, d := range []*prometheus.Desc{deliveriesDesc, depthDesc, s.synced, s.lastEvent, ruleErrorsDesc, s.objects, groupEvDesc, groupsDesc} {
 		ch <- d
 	}
 }
@@ -193,10 +218,10 @@ func (s *sampled) Collect(ch chan<- prometheus.Metric) {
 			if w.Synced {
 				synced = 1
 			}
-			ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, synced, w.Resource, w.Namespace)
-			ch <- prometheus.MustNewConstMetric(objectsDesc, prometheus.GaugeValue, float64(w.Objects), w.Resource, w.Namespace)
+			ch <- prometheus.MustNewConstMetric(s.synced, prometheus.GaugeValue, synced, s.watchLabels(w)...)
+			ch <- prometheus.MustNewConstMetric(s.objects, prometheus.GaugeValue, float64(w.Objects), s.watchLabels(w)...)
 			if !w.LastEvent.IsZero() {
-				ch <- prometheus.MustNewConstMetric(lastEventDesc, prometheus.GaugeValue, float64(w.LastEvent.UnixNano())/1e9, w.Resource, w.Namespace)
+				ch <- prometheus.MustNewConstMetric(s.lastEvent, prometheus.GaugeValue, float64(w.LastEvent.UnixNano())/1e9, s.watchLabels(w)...)
 			}
 		}
 	}

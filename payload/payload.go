@@ -56,6 +56,7 @@ func Build(p *Prepared, rule string, fields []Field) *event.Payload {
 		Name:            ev.Name,
 		UID:             ev.UID,
 		ResourceVersion: ev.ResourceVersion,
+		Cluster:         ev.Cluster,
 		Changed:         p.Changed,
 		Object:          p.Object,
 		OldObject:       p.OldObject,

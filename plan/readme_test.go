@@ -42,3 +42,30 @@ func TestReadmeSinkExamples(t *testing.T) {
 		}
 	}
 }
+
+// The README's Several clusters example loads.
+func TestReadmeClustersExample(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	start := strings.Index(text, "## Several clusters")
+	if start < 0 {
+		t.Fatal("README has no Several clusters section")
+	}
+	b := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindStringSubmatch(text[start:])
+	if b == nil {
+		t.Fatal("the Several clusters section has no yaml example")
+	}
+	f, err := Parse("README.md", []byte(b[1]))
+	if err != nil {
+		t.Fatalf("example does not load: %v\n%s", err, b[1])
+	}
+	if got := len(f.ForCluster("west").Rules); got != 2 {
+		t.Errorf("west has %d rules, want 2", got)
+	}
+	if got := len(f.ForCluster("east").Rules); got != 1 {
+		t.Errorf("east has %d rules, want 1", got)
+	}
+}

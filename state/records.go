@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -141,7 +142,25 @@ func (t *Tx) SetBaseline(s Scope) error {
 // a resource watched in some namespaces only, records of the other
 // namespaces. What is on disk then stays exact however the rules' scopes come
 // and go.
-func (t *Tx) Prune(watched []Scope) error {
+func (t *Tx) Prune(watched []Scope) error { return t.prune(watched, func(string) bool { return true }) }
+
+// PruneCluster is Prune for the named cluster only: what the file keeps of
+// other clusters stays, whatever watched says.
+func (t *Tx) PruneCluster(cluster string, watched []Scope) error {
+	return t.prune(watched, func(k string) bool { return clusterOf(k) == cluster })
+}
+
+// clusterOf reads the cluster of a key that Resource.String or Scope.String
+// wrote ("" for the one cluster).
+func clusterOf(k string) string {
+	if c, _, ok := strings.Cut(k, ":"); ok {
+		return c
+	}
+	return ""
+}
+
+// prune is Prune for the keys that mine says are in its reach.
+func (t *Tx) prune(watched []Scope, mine func(k string) bool) error {
 	baselines := map[string]bool{}
 	nss := map[string]map[string]bool{} // resource key -> namespaces; "" = all
 	for _, s := range watched {
@@ -152,11 +171,11 @@ func (t *Tx) Prune(watched []Scope) error {
 		}
 		nss[r][s.Namespace] = true
 	}
-	if err := dropKeys(t.tx.Bucket(bucketBaseline), func(k string) bool { return !baselines[k] }); err != nil {
+	if err := dropKeys(t.tx.Bucket(bucketBaseline), func(k string) bool { return mine(k) && !baselines[k] }); err != nil {
 		return err
 	}
 	objects := t.tx.Bucket(bucketObjects)
-	if err := dropKeys(objects, func(k string) bool { return len(nss[k]) == 0 }); err != nil {
+	if err := dropKeys(objects, func(k string) bool { return mine(k) && len(nss[k]) == 0 }); err != nil {
 		return err
 	}
 	for k, ns := range nss {

@@ -53,6 +53,9 @@ func NewPrinter(o Options) *Printer {
 	for _, c := range o.Columns {
 		p.widths = append(p.widths, max(len(c.Name), 8))
 	}
+	if o.ClusterColumn {
+		p.widths = append([]int{len("CLUSTER")}, p.widths...)
+	}
 	return p
 }
 
@@ -72,6 +75,9 @@ func (p *Printer) Header() error {
 	}
 	for _, c := range p.o.Columns {
 		cells = append(cells, strings.ToUpper(c.Name))
+	}
+	if p.o.ClusterColumn {
+		cells = append([]string{"CLUSTER"}, cells...)
 	}
 	return p.row(cells)
 }
@@ -141,6 +147,9 @@ func (p *Printer) cells(pl *event.Payload) []string {
 	}
 	for _, c := range p.o.Columns {
 		cells = append(cells, cell(pl.Fields[c.Name]))
+	}
+	if p.o.ClusterColumn {
+		cells = append([]string{pl.Cluster}, cells...)
 	}
 	return cells
 }

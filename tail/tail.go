@@ -55,6 +55,14 @@ type Options struct {
 	Out           io.Writer
 	Logger        *slog.Logger
 	Now           func() time.Time
+	// Cluster names the cluster client reaches, with several (tail
+	// --cluster): in each payload. ClusterColumn gives the table a CLUSTER
+	// column. Printer, when set, is shared by the tails of several
+	// clusters (its header written once, by the caller). Default: "", no
+	// column, a printer of its own.
+	Cluster       string
+	ClusterColumn bool
+	Printer       *Printer
 }
 
 // Rule compiles the options' filters into the rule tail evaluates.
@@ -87,12 +95,19 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	p := NewPrinter(o)
+	p := o.Printer
+	if p == nil {
+		p = NewPrinter(o)
+		if err := p.Header(); err != nil {
+			return err
+		}
+	}
 	eval := &rules.Evaluator{Redactor: payload.NewRedactor(config.DefaultRedact())}
 	only := []*rules.Rule{rule}
 	pr := newProbe(o.Where)
 	mgr := dyninformer.NewManager(client, func(_ dyninformer.Key, ev *event.Event) {
 		pr.observe(ev)
+		ev.Cluster = o.Cluster
 		for _, m := range eval.Evaluate(only, ev) {
 			if err := p.Print(m.Payload); err != nil {
 				o.Logger.Error("write", "err", err)
@@ -104,9 +119,6 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 		watches = append(watches, dyninformer.Watch{Resource: r.Ref(), Namespace: o.Namespace})
 	}
 	_, _ = mgr.Set(watches, dyninformer.ListsKnown)
-	if err := p.Header(); err != nil {
-		return err
-	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Run(ctx) }()
 	if mgr.WaitForSync(ctx) {
@@ -114,7 +126,11 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 		for _, r := range o.Resources {
 			names = append(names, r.Name())
 		}
-		o.Logger.Info("following", "resources", strings.Join(names, ","), "namespace", nsOrAll(o.Namespace))
+		if o.Cluster != "" {
+			o.Logger.Info("following", "resources", strings.Join(names, ","), "namespace", nsOrAll(o.Namespace), "cluster", o.Cluster)
+		} else {
+			o.Logger.Info("following", "resources", strings.Join(names, ","), "namespace", nsOrAll(o.Namespace))
+		}
 		pr.report(o.Logger)
 	}
 	return <-done

@@ -59,7 +59,7 @@ rules:
 			if w.durable != nil {
 				go w.durable.commits.Run()
 			}
-			p := &pipeline{file: file, log: w.log, index: map[schema.GroupVersionResource][]*rules.Rule{key.GVR: file.Rules}, queues: queueMap(w.acts.queues)}
+			p := &pipeline{file: file, log: w.log, clusters: map[string]*clusterIndex{"": {index: map[schema.GroupVersionResource][]*rules.Rule{key.GVR: file.Rules}}}, queues: queueMap(w.acts.queues)}
 			w.pipe.Store(p)
 			b.ReportAllocs()
 			// A counted loop, not b.Loop: the Flush below, which waits for

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/dynwatch/dynwatch/dyninformer"
@@ -80,14 +79,14 @@ func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipel
 // recordsOf names the records of a resource: group and resource, not the
 // version (a move to another version keeps them) nor the namespace (records
 // follow the resource, whatever scopes the rules watch it in).
-func recordsOf(group, resource string) state.Resource {
-	return state.Resource{Group: group, Resource: resource}
+func recordsOf(cluster, group, resource string) state.Resource {
+	return state.Resource{Cluster: cluster, Group: group, Resource: resource}
 }
 
 // watchScope names what a watch lists, and so what has a baseline: its resource
 // in its namespace scope.
 func watchScope(k dyninformer.Key) state.Scope {
-	return recordsOf(k.GVR.Group, k.GVR.Resource).In(k.Namespace)
+	return recordsOf(k.Cluster, k.GVR.Group, k.GVR.Resource).In(k.Namespace)
 }
 
 // recordPaths are the paths recorded for objects of a resource: every path its
@@ -146,12 +145,21 @@ func (d *durable) listingKeys() []dyninformer.Key {
 // prune drops what the state keeps of scopes no watch covers any more
 // (state.Tx.Prune): what is on disk then stays exact however the rules'
 // scopes come and go.
-func (d *durable) prune(watches []dyninformer.Key) {
+//
+// With several clusters (named: cluster is a name) it drops only what the
+// named cluster keeps: the others', a cluster that cannot be reached
+// included, stay for their comparison when they are back.
+func (d *durable) prune(named bool, cluster string, watches []dyninformer.Key) {
 	scopes := make([]state.Scope, len(watches))
 	for i, k := range watches {
 		scopes[i] = watchScope(k)
 	}
-	d.commits.Submit(0, func(tx *state.Tx) error { return tx.Prune(scopes) }, func(err error) {
+	d.commits.Submit(0, func(tx *state.Tx) error {
+		if named {
+			return tx.PruneCluster(cluster, scopes)
+		}
+		return tx.Prune(scopes)
+	}, func(err error) {
 		if err != nil && !errors.Is(err, state.ErrStopped) && !errors.Is(err, state.ErrGivenUp) {
 			d.log.Error("state: cannot drop the records no rule watches", "err", err)
 		}
@@ -172,8 +180,8 @@ func (d *durable) forget(k dyninformer.Key) {
 // hands on afresh each time it runs, so a run again (after the file refused
 // one) starts from scratch.
 func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
-	res := recordsOf(ev.Resource.Group, ev.Resource.Resource)
-	paths, ok := p.paths[watch.GVR]
+	res := recordsOf(watch.Cluster, ev.Resource.Group, ev.Resource.Resource)
+	paths, ok := p.pathsOf(watch)
 	if !ok {
 		paths = restart.MetaPaths // a resource no rule selects any more: keep who it was
 	}
@@ -196,7 +204,7 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 			}
 			evs = append(restart.Listed(l.res, ev, known, l.found(), d.key, time.Now()), ev)
 		}
-		out := routeAll(p, watch.GVR, evs)
+		out := routeAll(p, watch, evs)
 		if err := d.outbox.put(tx, out); err != nil {
 			return err
 		}
@@ -223,10 +231,11 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 }
 
 // routeAll routes the events in order.
-func routeAll(p *pipeline, gvr schema.GroupVersionResource, evs []*event.Event) []routed {
+func routeAll(p *pipeline, k dyninformer.Key, evs []*event.Event) []routed {
 	var out []routed
 	for _, ev := range evs {
-		out = append(out, p.route(gvr, ev)...)
+		ev.Cluster = k.Cluster
+		out = append(out, p.route(k, ev)...)
 	}
 	return out
 }
@@ -293,7 +302,7 @@ func (d *durable) finishListing(k dyninformer.Key) {
 // delete when the list is compared, and the scope gets its baseline. It
 // returns the deliveries (persisted in tx) and how many objects were listed.
 func (d *durable) compareRecords(tx *state.Tx, p *pipeline, l *listing, k dyninformer.Key) ([]routed, int, error) {
-	res := recordsOf(l.res.Group, l.res.Resource)
+	res := recordsOf(k.Cluster, l.res.Group, l.res.Resource)
 	scope := res.In(k.Namespace)
 	// What was seen is read here, in the committer, not when the list
 	// ended: a live add marks its object seen before it submits its
@@ -318,7 +327,7 @@ func (d *durable) compareRecords(tx *state.Tx, p *pipeline, l *listing, k dyninf
 			evs = append(evs, restart.Gone(l.res, uid, rec, l.found(), time.Now()))
 		}
 	}
-	out := routeAll(p, k.GVR, evs)
+	out := routeAll(p, k, evs)
 	if err := d.outbox.put(tx, out); err != nil {
 		return nil, 0, err
 	}

@@ -19,22 +19,30 @@ import (
 // for /readyz and metrics.
 type health struct {
 	log     *slog.Logger
-	src     *source
-	durable *durable // nil without state.path
-	// warned holds the rules already warned about selecting nothing; the
-	// watcher's mu guards it.
+	sources func() []*source // the clusters
+	durable *durable         // nil without state.path
+	// warned holds the rules already warned about selecting nothing, by
+	// cluster and rule; the watcher's mu guards it.
 	warned map[string]bool
 }
 
 // reportSynced logs once when every informer has listed (and, with state, every
 // list has been compared with the records), with how long it took.
 func (h *health) reportSynced(ctx context.Context, start time.Time) {
-	mgr := h.src.mgr
 	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, false, func(context.Context) (bool, error) {
-		return mgr.HasSynced() && (h.durable == nil || len(h.durable.listingKeys()) == 0), nil
+		for _, s := range h.sources() {
+			if !s.applied.Load() || !s.mgr.HasSynced() { // not reached yet, or listing
+				return false, nil
+			}
+		}
+		return h.durable == nil || len(h.durable.listingKeys()) == 0, nil
 	})
 	if err == nil {
-		h.log.Info("all informers synced", "after", time.Since(start).Round(time.Millisecond).String(), "watches", len(mgr.Watches()))
+		n := 0
+		for _, s := range h.sources() {
+			n += len(s.mgr.Watches())
+		}
+		h.log.Info("all informers synced", "after", time.Since(start).Round(time.Millisecond).String(), "watches", n)
 	}
 }
 
@@ -45,7 +53,17 @@ func (h *health) reportSynced(ctx context.Context, start time.Time) {
 func (h *health) reportNoWatch(ctx context.Context, period time.Duration) {
 	warned := false
 	wait.UntilWithContext(ctx, func(context.Context) {
-		statuses := h.src.mgr.Statuses()
+		var statuses []dyninformer.Status
+		applied := false
+		for _, s := range h.sources() {
+			if s.applied.Load() { // a cluster not reached yet is said elsewhere
+				applied = true
+				statuses = append(statuses, s.mgr.Statuses()...)
+			}
+		}
+		if !applied {
+			return
+		}
 		failing := map[string]string{}
 		for _, st := range statuses {
 			if !st.Synced && st.Err != nil {
@@ -68,35 +86,36 @@ func (h *health) reportNoWatch(ctx context.Context, period time.Duration) {
 	}, period)
 }
 
-// reportFailed logs the group versions whose discovery failed, once each.
-func (h *health) reportFailed(cat, prev *discovery.Catalog) {
+// reportFailed logs the group versions whose discovery failed in s, once each.
+func (h *health) reportFailed(s *source, cat, prev *discovery.Catalog) {
 	for gv, gerr := range cat.Failed {
 		if prev != nil {
 			if _, seen := prev.Failed[gv]; seen {
 				continue
 			}
 		}
-		h.log.Warn("discovery failed for a group version; its resources are not watched until it recovers", "groupVersion", gv.String(), "err", gerr)
+		s.log.Warn("discovery failed for a group version; its resources are not watched until it recovers", "groupVersion", gv.String(), "err", gerr)
 	}
 }
 
 // reportSelectsNothing warns, once until it selects something again, about
-// each rule that selects no resource (selected maps each rule to what it
-// selects); the watcher's mu is held.
-func (h *health) reportSelectsNothing(rs []*rules.Rule, selected map[string][]discovery.Resource, cat *discovery.Catalog) {
+// each rule that selects no resource in s (selected maps each rule to what
+// it selects); the watcher's mu is held.
+func (h *health) reportSelectsNothing(s *source, rs []*rules.Rule, selected map[string][]discovery.Resource, cat *discovery.Catalog) {
 	for _, r := range rs {
 		empty := len(selected[r.Name]) == 0
-		if empty && !h.warned[r.Name] {
-			h.warnSelectsNothing(r, cat)
+		key := s.name + "/" + r.Name
+		if empty && !h.warned[key] {
+			warnSelectsNothing(s.log, r, cat)
 		}
-		h.warned[r.Name] = empty
+		h.warned[key] = empty
 	}
 }
 
 // warnSelectsNothing says that a rule selects no served resource, and why
 // when it can tell: resources that cannot be watched, or names close to served
 // ones; else that it fires once one appears (a CRD installed later).
-func (h *health) warnSelectsNothing(r *rules.Rule, cat *discovery.Catalog) {
+func warnSelectsNothing(log *slog.Logger, r *rules.Rule, cat *discovery.Catalog) {
 	var why []string
 	for _, sel := range r.Selectors {
 		if s := cat.WhyNothing(sel); s != "" {
@@ -104,10 +123,10 @@ func (h *health) warnSelectsNothing(r *rules.Rule, cat *discovery.Catalog) {
 		}
 	}
 	if len(why) == 0 {
-		h.log.Warn("rule selects no served resource yet; it fires once one appears", "rule", r.Name)
+		log.Warn("rule selects no served resource yet; it fires once one appears", "rule", r.Name)
 		return
 	}
-	h.log.Warn("rule selects no resource it can watch", "rule", r.Name, "why", strings.Join(why, "; "))
+	log.Warn("rule selects no resource it can watch", "rule", r.Name, "why", strings.Join(why, "; "))
 }
 
 // StateErr returns why commits to the state file fail while they do (events
@@ -122,9 +141,23 @@ func (w *Watcher) StateErr() error {
 	return w.durable.marks.Err()
 }
 
-// Statuses returns every watch's health (the CRD watch included), for
-// /readyz and metrics.
-func (w *Watcher) Statuses() []dyninformer.Status { return w.src.statuses() }
+// Statuses returns every watch's health (the CRD watches included), for
+// /readyz and metrics; with clusters, each key names its cluster.
+func (w *Watcher) Statuses() []dyninformer.Status {
+	var out []dyninformer.Status
+	for _, s := range w.sources() {
+		out = append(out, s.statuses()...)
+	}
+	return out
+}
 
-// Synced reports whether every informer, the CRD one included, has listed once.
-func (w *Watcher) Synced() bool { return w.src.synced() }
+// Synced reports whether every informer of every cluster, the CRD ones
+// included, has listed once.
+func (w *Watcher) Synced() bool {
+	for _, s := range w.sources() {
+		if !s.synced() {
+			return false
+		}
+	}
+	return true
+}

@@ -19,7 +19,7 @@ func recorded(t *testing.T, w *Watcher, uid string) bool {
 	t.Helper()
 	ok := false
 	if err := w.durable.store.View(func(tx *state.Tx) error {
-		_, _, ok = tx.Version(recordsOf("", "configmaps"), uid)
+		_, _, ok = tx.Version(recordsOf("", "", "configmaps"), uid)
 		return nil
 	}); err != nil {
 		t.Fatal(err)

@@ -53,6 +53,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	stopWest()
 	env.Stop()
 	os.Exit(code)
 }

@@ -62,8 +62,9 @@ rules: [{name: r, resources: [{kind: ConfigMap}], actions: [out]}]
 			t.Fatal(err)
 		}
 		go w.durable.commits.Run()
-		w.pipe.Store(&pipeline{file: file, log: w.log, index: map[schema.GroupVersionResource][]*rules.Rule{key.GVR: file.Rules},
-			queues: queueMap(w.acts.queues), paths: map[schema.GroupVersionResource][]string{key.GVR: recordPaths(file.Rules)}})
+		w.pipe.Store(&pipeline{file: file, log: w.log, queues: queueMap(w.acts.queues),
+			clusters: map[string]*clusterIndex{"": {index: map[schema.GroupVersionResource][]*rules.Rule{key.GVR: file.Rules},
+				paths: map[schema.GroupVersionResource][]string{key.GVR: recordPaths(file.Rules)}}}})
 		return w, s
 	}
 	w, s := open()

@@ -22,52 +22,99 @@ type pipeline struct {
 	file    *plan.File
 	log     *slog.Logger
 	metrics *metrics.Metrics
-	index   map[schema.GroupVersionResource][]*rules.Rule
 	queues  map[string]*action.Queue
+	// clusters holds each cluster's rules by resource, by the cluster's
+	// name ("" is the one cluster without clusters).
+	clusters map[string]*clusterIndex
+}
+
+// clusterIndex is what the pipeline knows of one cluster's resources.
+type clusterIndex struct {
+	index map[schema.GroupVersionResource][]*rules.Rule
 	// paths are, per resource, what restart state records of each object:
 	// every path its rules read, worked out once per config, not per event.
 	paths map[schema.GroupVersionResource][]string
 	// added maps the epoch of each reload to the rules it added: the objects
-	// that exist then are new only to those rules.
+	// that exist then are new only to those rules. Epochs are the cluster's
+	// informer manager's.
 	added rules.Added
 }
 
-// nextPipeline is the pipeline of file resolved as p: the rules of p's index,
-// with state the paths they read, the current queues, and the rules the
-// reloads before added.
-func (w *Watcher) nextPipeline(file *plan.File, p *plan.Plan) *pipeline {
-	next := &pipeline{file: file, log: w.log, metrics: w.metrics, index: p.Index, queues: queueMap(w.acts.queues), added: w.pipe.Load().added}
+// rulesOf returns the rules of the watch k's resource in its cluster.
+func (p *pipeline) rulesOf(k dyninformer.Key) []*rules.Rule {
+	if ci := p.clusters[k.Cluster]; ci != nil {
+		return ci.index[k.GVR]
+	}
+	return nil
+}
+
+// pathsOf returns what restart state records of the objects of the watch k.
+func (p *pipeline) pathsOf(k dyninformer.Key) ([]string, bool) {
+	if ci := p.clusters[k.Cluster]; ci != nil {
+		paths, ok := ci.paths[k.GVR]
+		return paths, ok
+	}
+	return nil, false
+}
+
+// nextPipeline is the pipeline of file with the cluster's rules resolved as
+// p: the rules of p's index, with state the paths they read, the current
+// queues, the other clusters as they are, and the rules the reloads before
+// added.
+func (w *Watcher) nextPipeline(cluster string, file *plan.File, p *plan.Plan) *pipeline {
+	cur := w.pipe.Load()
+	next := &pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(w.acts.queues), clusters: maps.Clone(cur.clusters)}
+	if next.clusters == nil {
+		next.clusters = map[string]*clusterIndex{}
+	}
+	ci := &clusterIndex{index: p.Index}
+	if old := cur.clusters[cluster]; old != nil {
+		ci.added = old.added
+	}
 	if w.durable != nil {
-		next.paths = make(map[schema.GroupVersionResource][]string, len(p.Index))
+		ci.paths = make(map[schema.GroupVersionResource][]string, len(p.Index))
 		for gvr, rs := range p.Index {
-			next.paths[gvr] = recordPaths(rs)
+			ci.paths[gvr] = recordPaths(rs)
 		}
 	}
+	next.clusters[cluster] = ci
 	return next
 }
 
 // withAdded returns p with the rules a reload added (by name): the objects
-// that the informers of epoch list are new only to them.
-func (p *pipeline) withAdded(epoch uint64, added map[string]bool) *pipeline {
+// that the informers of the cluster's epoch list are new only to them.
+func (p *pipeline) withAdded(cluster string, epoch uint64, added map[string]bool) *pipeline {
 	next := *p
-	next.added = maps.Clone(p.added)
-	if next.added == nil {
-		next.added = rules.Added{}
+	next.clusters = maps.Clone(p.clusters)
+	ci := *next.clusters[cluster]
+	ci.added = maps.Clone(ci.added)
+	if ci.added == nil {
+		ci.added = rules.Added{}
 	}
-	next.added[epoch] = added
+	ci.added[epoch] = added
+	next.clusters[cluster] = &ci
+	return &next
+}
+
+// withoutCluster returns p without the named cluster's rules.
+func (p *pipeline) withoutCluster(cluster string) *pipeline {
+	next := *p
+	next.clusters = maps.Clone(p.clusters)
+	delete(next.clusters, cluster)
 	return &next
 }
 
 // handle evaluates one event with the rules of its resource and enqueues a
 // delivery per matching rule and action. It never blocks on an action.
 func (w *Watcher) handle(k dyninformer.Key, ev *event.Event) {
+	ev.Cluster = k.Cluster
 	p := w.pipe.Load()
-	p.metrics.Event(ev.Resource.Name(), string(ev.Type))
+	p.metrics.EventIn(k.Cluster, ev.Resource.Name(), string(ev.Type))
 	if w.durable != nil {
 		w.durable.handle(p, k, ev)
 		return
 	}
-	out := p.route(k.GVR, ev)
+	out := p.route(k, ev)
 	enqueue(w.pipe.Load(), out) // the queues current now, should a reload have swapped them
 }
 
@@ -79,13 +126,17 @@ type routed struct {
 
 // route evaluates the rules of the event's resource and returns a delivery per
 // rule that fires and action. The payload is built and encoded once per rule.
-func (p *pipeline) route(gvr schema.GroupVersionResource, ev *event.Event) []routed {
-	eval := rules.Evaluator{Redactor: p.file.Redactor, Added: p.added}
+func (p *pipeline) route(k dyninformer.Key, ev *event.Event) []routed {
+	ci := p.clusters[k.Cluster]
+	if ci == nil {
+		return nil // a cluster the config no longer has
+	}
+	eval := rules.Evaluator{Redactor: p.file.Redactor, Added: ci.added}
 	if p.metrics != nil {
 		eval.Observer = p.metrics // timed and counted only when there are metrics
 	}
 	var out []routed
-	for _, m := range eval.Evaluate(p.index[gvr], ev) {
+	for _, m := range eval.Evaluate(ci.index[k.GVR], ev) {
 		r := m.Rule
 		d, err := payload.Delivery(m.Payload, ev.ObjectKey())
 		if err != nil {

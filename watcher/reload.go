@@ -19,53 +19,67 @@ import (
 // running without listing again; actions whose spec is unchanged keep their
 // queues. The caller has validated file.
 func (w *Watcher) reload(file *plan.File) error {
+	gone, err := w.reloadLocked(file)
+	stopRemoved(gone) // w.mu released: a source that stops may wait for it
+	return err
+}
+
+// reloadLocked is reload with w.mu taken; it returns the sources of the
+// clusters the file removed, to stop.
+func (w *Watcher) reloadLocked(file *plan.File) ([]*source, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	queues, err := w.acts.buildQueues(file)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	diff := diffFiles(w.File(), file, func(name string) bool { return w.acts.queues[name] == queues[name] })
+	old := w.File()
+	diff := diffFiles(old, file, func(name string) bool { return w.acts.queues[name] == queues[name] })
 	retired := w.acts.handOff(queues, file)
-	if !reflect.DeepEqual(file.Config.State, w.File().Config.State) {
+	if !reflect.DeepEqual(file.Config.State, old.Config.State) {
 		w.log.Warn("state changed in the config: it applies after a restart")
 	}
-	if file.Config.Defaults.Resync != w.File().Config.Defaults.Resync {
+	if file.Config.Defaults.Resync != old.Config.Defaults.Resync {
 		w.log.Warn("defaults.resync changed: it applies to informers started from now on")
 	}
-	if w.src.cat == nil {
-		w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues)})
-	} else {
-		w.applyReloadLocked(file, diff)
+	gone, err := w.reconcileClustersLocked(file)
+	if err != nil {
+		w.log.Error("a cluster the config adds cannot be connected to; the clusters stay as they were", "err", err)
+	}
+	added := map[string]bool{}
+	for _, r := range file.Rules {
+		if old.Rule(r.Name) == nil {
+			added[r.Name] = true
+		}
+	}
+	w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues), clusters: w.pipe.Load().clusters})
+	for _, s := range w.srcs {
+		if s.cat != nil {
+			w.applyReloadLocked(s, file, diff, added)
+		}
 	}
 	// Only now that events go to the new queues are removed actions retired.
 	w.acts.retire(retired)
-	return nil
+	return gone, nil
 }
 
 // applyReloadLocked applies a reloaded file's rules to the running watches;
 // w.mu is held.
-func (w *Watcher) applyReloadLocked(file *plan.File, diff reloadDiff) {
-	added := map[string]bool{}
-	for _, r := range file.Rules {
-		if w.File().Rule(r.Name) == nil {
-			added[r.Name] = true
-		}
-	}
-	mgr := w.src.mgr
+func (w *Watcher) applyReloadLocked(s *source, file *plan.File, diff reloadDiff, added map[string]bool) {
+	mgr := s.mgr
 	diff.watchesBefore = mgr.Watches()
-	ch := w.applyLocked(change{file: file, cat: w.src.cat, lists: dyninformer.ListsKnown, added: added})
-	w.log.Info("config reloaded", append([]any{"config", file.Path, "rules", len(file.Rules), "actions", len(file.Config.Actions)},
+	ch := w.applyLocked(s, change{file: file, cat: s.cat, lists: dyninformer.ListsKnown, added: added})
+	s.log.Info("config reloaded", append([]any{"config", file.Path, "rules", len(file.Rules), "actions", len(file.Config.Actions)},
 		diff.attrs(mgr.Watches())...)...)
 	// Informers that keep running do not list again: an added rule with
 	// onStart: all sees their objects from the cache instead.
 	fresh := map[dyninformer.Key]bool{}
-	for _, s := range ch.Started {
-		fresh[s.Key()] = true
+	for _, st := range ch.Started {
+		fresh[st.Key()] = true
 	}
 	p := w.pipe.Load()
 	for _, k := range mgr.Watches() {
-		if !fresh[k] && wantsReplay(p.index[k.GVR], added, k) {
+		if !fresh[k] && wantsReplay(p.rulesOf(k), added, k) {
 			// Synchronous: the handler only enqueues (or submits to the commit
 			// loop), neither of which needs w.mu.
 			mgr.Replay(k, ch.Epoch)

@@ -2,12 +2,15 @@ package watcher
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	k8sdiscovery "k8s.io/client-go/discovery"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
@@ -24,6 +27,10 @@ var crdResource = event.Resource{Group: "apiextensions.k8s.io", Version: "v1", R
 // is a second source: its own discovery, informers and refresh loop, feeding
 // the same pipeline.
 type source struct {
+	// name is the cluster's name with several clusters; "" is the one
+	// cluster. Its watches' keys carry it.
+	name    string
+	spec    config.ClusterSpec // what the config says of it
 	disc    k8sdiscovery.DiscoveryInterface
 	log     *slog.Logger
 	refresh time.Duration
@@ -41,10 +48,19 @@ type source struct {
 	cat         *discovery.Catalog
 	vanished    map[scopeKey]vanishedWatch
 	vanishGrace time.Duration
+
+	reach reachability // whether discovery answered last time
+	// applied is set once the watched set was first matched to a catalog.
+	applied atomic.Bool
+	// stop ends the source's run, when a reload removed its cluster; done
+	// is closed once it has ended.
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 // sourceOptions configure a source.
 type sourceOptions struct {
+	name    string        // the cluster's name; "" is the one cluster
 	resync  time.Duration // the informers' resync period
 	refresh time.Duration // how often discovery is read again
 	log     *slog.Logger
@@ -54,16 +70,20 @@ type sourceOptions struct {
 // whose informers hand every event to handler. It watches CRDs from the
 // start; the watched set is empty until the watcher sets it.
 func newSource(client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface, handler dyninformer.Handler, opts sourceOptions) *source {
-	s := &source{disc: disc, log: opts.log, refresh: opts.refresh, kicks: make(chan struct{}, 1),
-		vanished: map[scopeKey]vanishedWatch{}, vanishGrace: vanishGrace}
-	s.mgr = dyninformer.NewManager(client, handler, dyninformer.Options{Resync: opts.resync, Logger: opts.log})
+	log := opts.log
+	if opts.name != "" {
+		log = log.With("cluster", opts.name)
+	}
+	s := &source{name: opts.name, disc: disc, log: log, refresh: opts.refresh, kicks: make(chan struct{}, 1),
+		vanished: map[scopeKey]vanishedWatch{}, vanishGrace: vanishGrace, done: make(chan struct{})}
+	s.mgr = dyninformer.NewManager(client, handler, dyninformer.Options{Resync: opts.resync, Logger: log})
 	s.crds = dyninformer.NewManager(client.Unsharded(), func(_ dyninformer.Key, ev *event.Event) {
 		if ev.Type == event.Delete {
 			s.crdDeleted.note(ev.Name, time.Now())
 		}
 		s.kick()
-	}, dyninformer.Options{Logger: opts.log})
-	_, _ = s.crds.Set([]dyninformer.Watch{{Resource: crdResource}}, dyninformer.ListsKnown)
+	}, dyninformer.Options{Logger: log})
+	_, _ = s.crds.Set([]dyninformer.Watch{{Resource: crdResource, Cluster: opts.name}}, dyninformer.ListsKnown)
 	return s
 }
 
@@ -87,8 +107,12 @@ func (s *source) statuses() []dyninformer.Status {
 	return append(s.mgr.Statuses(), s.crds.Statuses()...)
 }
 
-// load reads discovery once.
-func (s *source) load() (*discovery.Catalog, error) { return discovery.Load(s.disc) }
+// load reads discovery once, noting whether the cluster answered.
+func (s *source) load() (*discovery.Catalog, error) {
+	cat, err := discovery.Load(s.disc)
+	s.reach.set(err)
+	return cat, err
+}
 
 // firstCatalog reads discovery until it succeeds or ctx ends (then nil): an API
 // server that cannot be reached is logged at WARN at once, then again at most
@@ -106,7 +130,7 @@ func (s *source) firstCatalog(ctx context.Context) *discovery.Catalog {
 		}
 		if time.Since(warned) >= time.Minute {
 			warned = time.Now()
-			s.log.Warn("cannot reach the API server; retrying", "for", time.Since(start).Round(time.Second).String(), "err", err)
+			s.log.Warn(s.unreachable()+"; retrying", "for", time.Since(start).Round(time.Second).String(), "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -150,4 +174,36 @@ func (s *source) refreshLoop(ctx context.Context, refresh func()) {
 		}
 		refresh()
 	}
+}
+
+// unreachable says that the source's cluster cannot be reached.
+func (s *source) unreachable() string {
+	if s.name == "" {
+		return "cannot reach the API server"
+	}
+	return "cannot reach the cluster " + s.name
+}
+
+// reachability is whether a cluster answered its last discovery read.
+type reachability struct {
+	mu   sync.Mutex
+	read bool  // discovery was read once, well or not
+	err  error // why the last read failed; nil: it answered
+}
+
+func (r *reachability) set(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.read, r.err = true, err
+}
+
+// get returns whether the cluster is up (read once and answered last time)
+// and, when it is not, why.
+func (r *reachability) get() (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.read {
+		return false, errors.New("not reached yet")
+	}
+	return r.err == nil, r.err
 }

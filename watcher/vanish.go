@@ -37,31 +37,31 @@ type vanishedWatch struct {
 // vanishGrace starts with known lists, compared with its records as at a
 // restart, while resources not watched before start as new (a second step:
 // before is called at each). w.mu is held.
-func (w *Watcher) setWatchesLocked(watches []dyninformer.Watch, lists dyninformer.Lists, before func(dyninformer.Change)) dyninformer.Change {
+func (w *Watcher) setWatchesLocked(s *source, watches []dyninformer.Watch, lists dyninformer.Lists, before func(dyninformer.Change)) dyninformer.Change {
 	if w.durable == nil {
-		return w.src.mgr.SetThen(watches, lists, before)
+		return s.mgr.SetThen(watches, lists, before)
 	}
 	now := time.Now()
-	watching := w.noteVanishedLocked(watches, lists, now)
+	watching := w.noteVanishedLocked(s, watches, lists, now)
 	var known []dyninformer.Watch
 	back := false
 	for _, wt := range watches {
-		s := scopeOf(wt.Key())
-		v, vanished := w.src.vanished[s]
-		if vanished && !watching[s] {
+		sk := scopeOf(wt.Key())
+		v, vanished := s.vanished[sk]
+		if vanished && !watching[sk] {
 			back = true
-			delete(w.src.vanished, s)
-			w.log.Info("resource back in discovery: its list is compared with its records, as at a restart", "resource", wt.Key().String(), "after", now.Sub(v.at).Round(time.Millisecond).String())
+			delete(s.vanished, sk)
+			s.log.Info("resource back in discovery: its list is compared with its records, as at a restart", "resource", wt.Key().String(), "after", now.Sub(v.at).Round(time.Millisecond).String())
 		}
-		if watching[s] || vanished {
+		if watching[sk] || vanished {
 			known = append(known, wt)
 		}
 	}
 	if lists != dyninformer.ListsNew || !back {
-		return w.setListingLocked(watches, lists, before)
+		return w.setListingLocked(s, watches, lists, before)
 	}
-	first := w.setListingLocked(known, dyninformer.ListsKnown, before)
-	more := w.setListingLocked(watches, dyninformer.ListsNew, before)
+	first := w.setListingLocked(s, known, dyninformer.ListsKnown, before)
+	more := w.setListingLocked(s, watches, dyninformer.ListsNew, before)
 	more.Started = append(first.Started, more.Started...)
 	return more
 }
@@ -70,8 +70,8 @@ func (w *Watcher) setWatchesLocked(watches []dyninformer.Watch, lists dyninforme
 // adds noted for the comparison with the records (after before) before their
 // informers start: no object of a first list comes before its listing. w.mu
 // is held.
-func (w *Watcher) setListingLocked(watches []dyninformer.Watch, lists dyninformer.Lists, before func(dyninformer.Change)) dyninformer.Change {
-	ch := w.src.mgr.SetThen(watches, lists, func(c dyninformer.Change) {
+func (w *Watcher) setListingLocked(s *source, watches []dyninformer.Watch, lists dyninformer.Lists, before func(dyninformer.Change)) dyninformer.Change {
+	ch := s.mgr.SetThen(watches, lists, func(c dyninformer.Change) {
 		before(c)
 		w.durable.startListing(c.Started, lists)
 	})
@@ -84,7 +84,7 @@ func (w *Watcher) setListingLocked(watches []dyninformer.Watch, lists dyninforme
 // noteVanishedLocked notes, on a refresh of discovery, the running watches
 // that watches no longer has (under any version), forgets those that vanished
 // vanishGrace ago or more, and returns the scopes running now. w.mu is held.
-func (w *Watcher) noteVanishedLocked(watches []dyninformer.Watch, lists dyninformer.Lists, now time.Time) map[scopeKey]bool {
+func (w *Watcher) noteVanishedLocked(src *source, watches []dyninformer.Watch, lists dyninformer.Lists, now time.Time) map[scopeKey]bool {
 	wanted := map[scopeKey]bool{}
 	served := map[groupResource]bool{}
 	for _, wt := range watches {
@@ -94,30 +94,30 @@ func (w *Watcher) noteVanishedLocked(watches []dyninformer.Watch, lists dyninfor
 	}
 	var crdGone map[groupResource]bool // resources whose CRD was deleted: gone, not flapping
 	if lists == dyninformer.ListsNew {
-		crdGone = w.src.crdDeleted.take(served, now, w.src.vanishGrace)
+		crdGone = src.crdDeleted.take(served, now, src.vanishGrace)
 	}
 	watching := map[scopeKey]bool{}
-	for _, k := range w.src.mgr.Watches() {
+	for _, k := range src.mgr.Watches() {
 		s := scopeOf(k)
 		watching[s] = true
 		if lists == dyninformer.ListsNew && !wanted[s] && !crdGone[groupResource{s.group, s.resource}] {
-			w.src.vanished[s] = vanishedWatch{key: k, at: now}
-			w.log.Info("resource left discovery; its records are kept in case it comes back", "resource", k.String(), "for", w.src.vanishGrace.String())
+			src.vanished[s] = vanishedWatch{key: k, at: now}
+			src.log.Info("resource left discovery; its records are kept in case it comes back", "resource", k.String(), "for", src.vanishGrace.String())
 		}
 	}
-	for s, v := range w.src.vanished {
-		if now.Sub(v.at) >= w.src.vanishGrace || crdGone[groupResource{s.group, s.resource}] {
-			delete(w.src.vanished, s)
+	for s, v := range src.vanished {
+		if now.Sub(v.at) >= src.vanishGrace || crdGone[groupResource{s.group, s.resource}] {
+			delete(src.vanished, s)
 		}
 	}
 	return watching
 }
 
-// vanishedKeysLocked returns the watches that vanished within vanishGrace:
-// their records and baselines are kept. w.mu is held.
-func (w *Watcher) vanishedKeysLocked() []dyninformer.Key {
-	out := make([]dyninformer.Key, 0, len(w.src.vanished))
-	for _, v := range w.src.vanished {
+// vanishedKeys returns the watches of s that vanished within vanishGrace:
+// their records and baselines are kept. The watcher's mu is held.
+func (s *source) vanishedKeys() []dyninformer.Key {
+	out := make([]dyninformer.Key, 0, len(s.vanished))
+	for _, v := range s.vanished {
 		out = append(out, v.key)
 	}
 	return out

@@ -61,7 +61,7 @@ func TestResourceBackInDiscoveryIsDiffed(t *testing.T) {
 			}
 			disc := &hidingDiscovery{DiscoveryInterface: discovery.NewDiscoveryClientForConfigOrDie(env.Config)}
 			dbPath := filepath.Join(t.TempDir(), "state.db")
-			r, _ := runDurable(t, durableRun{dbPath: dbPath, disc: disc, config: cmsConfig(dbPath, ns), setup: func(w *Watcher) { w.src.vanishGrace = tc.grace }})
+			r, _ := runDurable(t, durableRun{dbPath: dbPath, disc: disc, config: cmsConfig(dbPath, ns), setup: func(w *Watcher) { w.srcs[0].vanishGrace = tc.grace }})
 			compared(t, r) // the baseline: nothing fires
 
 			disc.hide.Store(true)

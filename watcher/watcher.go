@@ -13,6 +13,7 @@ import (
 
 	k8sdiscovery "k8s.io/client-go/discovery"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/metrics"
@@ -20,13 +21,25 @@ import (
 	"github.com/dynwatch/dynwatch/state"
 )
 
-// Watcher runs one config against one cluster: the cluster is its source
-// (source.go), events go through the pipeline (pipeline.go) to the action
-// set (actionset.go); health.go reports, reload.go follows the config.
+// Watcher runs one config against its clusters: each cluster is a source
+// (source.go; sources.go runs them), events go through the pipeline
+// (pipeline.go) to the action set (actionset.go); health.go reports,
+// reload.go follows the config.
 type Watcher struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
-	src     *source // the cluster: discovery, informers, refresh loop
+	opts    Options
+	// The command line's cluster: the one cluster without clusters.
+	client *dyninformer.Client
+	disc   k8sdiscovery.DiscoveryInterface
+
+	srcMu sync.RWMutex
+	srcs  []*source // the clusters, in config order; srcMu and mu guard it
+	// run is the context sources run in once Run has started them (nil
+	// before); srcWG waits for them; srcErr takes the first error of one.
+	run    context.Context
+	srcWG  sync.WaitGroup
+	srcErr chan error
 
 	pipe atomic.Pointer[pipeline] // what events are evaluated and delivered with
 
@@ -55,6 +68,9 @@ type Options struct {
 	// refuses commits; reached, the run stops (see state.OverflowError).
 	// Default: state.DefaultMaxPendingBytes.
 	MaxPendingBytes int64
+	// Connect builds the clients of a named cluster (the config's
+	// clusters); needed with clusters, at start and when a reload adds one.
+	Connect func(config.ClusterSpec) (*dyninformer.Client, k8sdiscovery.DiscoveryInterface, error)
 }
 
 // New builds the actions of file and a watcher for it.
@@ -68,7 +84,7 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 	if opts.DiscoveryRefresh <= 0 {
 		opts.DiscoveryRefresh = 30 * time.Second
 	}
-	w := &Watcher{log: opts.Logger, metrics: opts.Metrics}
+	w := &Watcher{log: opts.Logger, metrics: opts.Metrics, opts: opts, client: client, disc: disc, srcErr: make(chan error, 1)}
 	if opts.Store != nil {
 		w.durable = newDurable(opts.Store, opts.Logger, &w.pipe, opts.Metrics, opts.MaxPendingBytes)
 	}
@@ -80,12 +96,14 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 	}
 	w.acts.queues = queues
 	w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues)})
-	w.src = newSource(client, disc, w.handle, sourceOptions{
-		resync:  file.Config.Defaults.Resync.Std(),
-		refresh: opts.DiscoveryRefresh,
-		log:     opts.Logger,
-	})
-	w.health = health{log: opts.Logger, src: w.src, durable: w.durable, warned: map[string]bool{}}
+	for _, spec := range clustersOf(file) {
+		s, err := w.newSource(file, spec)
+		if err != nil {
+			return nil, err
+		}
+		w.srcs = append(w.srcs, s)
+	}
+	w.health = health{log: opts.Logger, sources: w.sources, durable: w.durable, warned: map[string]bool{}}
 	return w, nil
 }
 
@@ -104,12 +122,6 @@ func (w *Watcher) Run(ctx context.Context) error {
 		ctx, stop = w.durable.runContext(ctx) // a committer past its bound stops the run
 		defer stop()
 	}
-	cat := w.src.firstCatalog(ctx)
-	if cat == nil {
-		return nil // stopped before the API server could be reached
-	}
-	w.health.reportFailed(cat, nil)
-
 	queueCtx, stopQueues := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopQueues()
 	w.mu.Lock()
@@ -122,13 +134,12 @@ func (w *Watcher) Run(ctx context.Context) error {
 			return fmt.Errorf("state: %w", err)
 		}
 	}
-	w.applyLocked(change{file: file, cat: cat, lists: dyninformer.ListsKnown})
 	w.mu.Unlock()
 
 	var wg sync.WaitGroup
 	committed, marked := make(chan struct{}), make(chan struct{})
 	if w.durable != nil {
-		wg.Go(func() { w.durable.followListings(ctx, w.src.mgr.KeySynced) })
+		wg.Go(func() { w.durable.followListings(ctx, w.keySynced) })
 		wg.Go(func() { w.durable.pager.run(ctx) })
 		go func() { w.durable.commits.Run(); close(committed) }()
 		go func() { w.durable.marks.Run(); close(marked) }()
@@ -138,7 +149,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 	wg.Go(func() { w.health.reportSynced(ctx, time.Now()) })
 	wg.Go(func() { w.health.reportNoWatch(ctx, 5*time.Second) })
-	err := w.src.run(ctx, w.refresh) // returns once every informer goroutine is gone
+	err := w.runSources(ctx) // returns once every informer goroutine is gone
 	wg.Wait()
 	if w.durable != nil {
 		w.durable.commits.Close() // informers are gone: apply what they submitted
@@ -166,20 +177,28 @@ func (w *Watcher) Run(ctx context.Context) error {
 // comparison then replays what changed).
 var ErrUndelivered = errors.New("stopped with events neither delivered nor kept on disk")
 
-// refresh reads discovery and makes the watched set match it. A resource that
-// appeared is watched from now on, and all of its objects fire add; one that went
-// away stops being watched. With state, one that comes back within vanishGrace
-// of going is compared with its records instead, as at a restart.
-func (w *Watcher) refresh() {
-	cat, err := w.src.load()
+// refresh reads the discovery of s and makes its watched set match it. A
+// resource that appeared is watched from now on, and all of its objects fire
+// add; one that went away stops being watched. With state, one that comes
+// back within vanishGrace of going is compared with its records instead, as
+// at a restart.
+func (w *Watcher) refresh(s *source) {
+	up, _ := s.reach.get()
+	cat, err := s.load()
 	if err != nil {
-		w.log.Warn("discovery failed; keeping the watched set", "err", err)
+		s.log.Warn("discovery failed; keeping the watched set", "err", err)
 		return
+	}
+	if !up && s.name != "" {
+		s.log.Info("cluster reached again")
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.health.reportFailed(cat, w.src.cat)
-	w.applyLocked(change{file: w.File(), cat: cat, lists: dyninformer.ListsNew})
+	if !w.hasSourceLocked(s) {
+		return // a reload removed its cluster
+	}
+	w.health.reportFailed(s, cat, s.cat)
+	w.applyLocked(s, change{file: w.File(), cat: cat, lists: dyninformer.ListsNew})
 }
 
 // change is one change of the watched set: the config and catalog to match,
@@ -197,11 +216,15 @@ type change struct {
 // once the informers that stop have ended their handler calls and before any
 // new one starts: it knows the epoch they start with, which the rules c adds
 // are keyed by.
-func (w *Watcher) applyLocked(c change) dyninformer.Change {
-	p := plan.Resolve(c.file, c.cat)
-	w.health.reportSelectsNothing(c.file.Rules, p.Rules, c.cat)
-	w.src.cat = c.cat
-	next := w.nextPipeline(c.file, p)
+func (w *Watcher) applyLocked(s *source, c change) dyninformer.Change {
+	mine := c.file.ForCluster(s.name)
+	p := plan.Resolve(mine, c.cat)
+	w.health.reportSelectsNothing(s, mine.Rules, p.Rules, c.cat)
+	s.cat = c.cat
+	for i := range p.Watches {
+		p.Watches[i].Cluster = s.name
+	}
+	next := w.nextPipeline(s.name, c.file, p)
 	published := false
 	publish := func(ch dyninformer.Change) {
 		if published { // with state, a set can take two steps (see setWatchesLocked)
@@ -209,13 +232,13 @@ func (w *Watcher) applyLocked(c change) dyninformer.Change {
 		}
 		published = true
 		if c.added != nil {
-			next = next.withAdded(ch.Epoch, c.added)
+			next = next.withAdded(s.name, ch.Epoch, c.added)
 		}
 		w.pipe.Store(next)
 	}
-	ch := w.setWatchesLocked(p.Watches, c.lists, publish)
+	ch := w.setWatchesLocked(s, p.Watches, c.lists, publish)
 	if w.durable != nil {
-		w.durable.prune(append(w.src.mgr.Watches(), w.vanishedKeysLocked()...))
+		w.durable.prune(len(c.file.Config.Clusters) > 0, s.name, append(s.mgr.Watches(), s.vanishedKeys()...))
 	}
 	return ch
 }

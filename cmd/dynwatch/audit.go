@@ -39,21 +39,7 @@ func cmdAudit(ctx context.Context, e *env, args []string) int {
 	if file == nil {
 		return code
 	}
-	c, err := kf.connect()
-	if err != nil {
-		fmt.Fprintln(e.stderr, "dynwatch audit:", err)
-		return exitFailure
-	}
-	cat, err := c.catalog(e.stderr)
-	if err != nil {
-		fmt.Fprintln(e.stderr, "dynwatch audit:", err)
-		return exitFailure
-	}
-	opts := audit.Options{File: file, Catalog: cat, Client: c.raw, PageSize: *chunk}
-	if isTerminal(e.stderr) {
-		opts.Progress = e.stderr
-	}
-	res, err := audit.Run(ctx, opts)
+	res, err := auditClusters(ctx, e, &kf, file, *chunk)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "dynwatch audit:", err)
 		return exitFailure

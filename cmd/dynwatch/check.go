@@ -37,6 +37,9 @@ func cmdCheck(ctx context.Context, e *env, args []string) int {
 	if !*cluster {
 		return exitOK
 	}
+	if len(file.Config.Clusters) > 0 {
+		return checkClusters(ctx, e, &kf, file)
+	}
 	c, err := kf.connect()
 	if err != nil {
 		fmt.Fprintln(e.stderr, "dynwatch check:", err)

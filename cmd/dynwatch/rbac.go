@@ -41,6 +41,10 @@ func cmdRBAC(_ context.Context, e *env, args []string) int {
 	if file == nil {
 		return code
 	}
+	base := rbac.Output{SA: rbac.ServiceAccount{Namespace: ns, Name: name}, Source: filepath.Base(*config)}
+	if len(file.Config.Clusters) > 0 {
+		return rbacClusters(e, &kf, file, *cluster, base)
+	}
 	var cat *discovery.Catalog
 	if *cluster {
 		c, err := kf.connect()

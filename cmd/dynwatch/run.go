@@ -55,6 +55,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		Logger:              log,
 		Stdout:              e.stdout,
 		Source:              c.host,
+		Connect:             kf.connectCluster,
 		Hup:                 hup,
 	})
 	if err != nil {

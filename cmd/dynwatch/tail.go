@@ -28,6 +28,7 @@ type tailFlags struct {
 	ignoreUnknown                  bool
 	fieldSelector, name            string
 	where, whereCEL                stringList
+	clusters                       clusterFlags
 }
 
 func (f *tailFlags) register(fs *flag.FlagSet) {
@@ -43,6 +44,7 @@ func (f *tailFlags) register(fs *flag.FlagSet) {
 	fs.BoolVarP(&f.watch, "watch", "w", true, "accepted as with kubectl get -w: tail always watches")
 	fs.StringVar(&f.fieldSelector, "field-selector", "", "as kubectl's: FIELD=VALUE, FIELD==VALUE or FIELD!=VALUE, comma-separated (any field path; checked by tail, not the API server)")
 	fs.BoolVar(&f.ignoreUnknown, "ignore-unknown", false, "warn about resource names discovery does not know and follow the others (default: a usage error)")
+	f.clusters.register(fs)
 }
 
 func cmdTail(ctx context.Context, e *env, args []string) int {
@@ -75,6 +77,9 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 		return usageErr("%v", err)
 	}
 	kf.log = opts.Logger
+	if tf.clusters.name != "" {
+		return tailClusters(ctx, e, &kf, &tf, resources, opts, usageErr)
+	}
 	c, err := kf.connect()
 	if err != nil {
 		fmt.Fprintln(e.stderr, "dynwatch tail:", err)

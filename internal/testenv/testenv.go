@@ -83,6 +83,10 @@ type Env struct {
 	procs    []*process
 	ownsDir  bool
 	ownGroup bool
+
+	// apiBin and apiArgs start the API server again (StartAPIServer).
+	apiBin  string
+	apiArgs []string
 }
 
 // process is a spawned binary; done is closed once it has exited.
@@ -177,7 +181,7 @@ func start(opts Options) (env *Env, err error) {
 	if apiArgs, err = e.extraArgs(opts, apiArgs); err != nil {
 		return nil, err
 	}
-	if err := e.spawn(filepath.Join(opts.BinDir, "kube-apiserver"), "kube-apiserver.log", apiArgs...); err != nil {
+	if err := e.spawnAPIServer(filepath.Join(opts.BinDir, "kube-apiserver"), apiArgs); err != nil {
 		return nil, err
 	}
 	if err := e.waitReady(60 * time.Second); err != nil {

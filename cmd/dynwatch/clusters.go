@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	k8sdiscovery "k8s.io/client-go/discovery"
+
+	"github.com/dynwatch/dynwatch/audit"
+	"github.com/dynwatch/dynwatch/config"
+	dwdiscovery "github.com/dynwatch/dynwatch/discovery"
+	"github.com/dynwatch/dynwatch/dyninformer"
+	"github.com/dynwatch/dynwatch/plan"
+	"github.com/dynwatch/dynwatch/rbac"
+)
+
+// forCluster returns the kubeconfig flags of a named cluster of the config:
+// its kubeconfig (default: the command line's) and context (default: the
+// command line's --context with the command line's file, else the file's
+// current context).
+func (k *kubeFlags) forCluster(spec config.ClusterSpec) *kubeFlags {
+	out := &kubeFlags{kubeconfig: k.kubeconfig, context: k.context, log: k.log}
+	if spec.Kubeconfig != "" {
+		out.kubeconfig, out.context = spec.Kubeconfig, ""
+	}
+	if spec.Context != "" {
+		out.context = spec.Context
+	}
+	if out.log != nil {
+		out.log = out.log.With("cluster", spec.Name)
+	}
+	return out
+}
+
+// connectCluster builds the clients of a named cluster, each with its own
+// rate limits; reaching it is not needed (a cluster down at start is
+// retried by the watcher).
+func (k *kubeFlags) connectCluster(spec config.ClusterSpec) (*dyninformer.Client, k8sdiscovery.DiscoveryInterface, error) {
+	c, err := k.forCluster(spec).connect()
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.raw, c.disc, nil
+}
+
+// checkClusters is `check --cluster` with clusters: each cluster's rules
+// against its discovery and its permissions, one section per cluster (a
+// cluster that cannot be reached is said and fails the check, the others
+// are checked still), and leader election's Lease in the command line's
+// cluster, where it lives.
+func checkClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File) int {
+	ok := true
+	for _, spec := range file.Config.Clusters {
+		fmt.Fprintf(e.stdout, "cluster %s:\n", spec.Name)
+		c, err := kf.forCluster(spec).connect()
+		var cat *dwdiscovery.Catalog
+		if err == nil {
+			cat, err = c.catalog(e.stderr)
+		}
+		if err == nil {
+			var clusterOK bool
+			clusterOK, err = rbac.CheckAccess(ctx, e.stdout, c.typed.AuthorizationV1(), file.ForCluster(spec.Name), cat)
+			ok = ok && clusterOK
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "dynwatch check: cluster %s: %v\n", spec.Name, err)
+			ok = false
+		}
+	}
+	if file.Config.LeaderElection != nil {
+		c, err := kf.connect()
+		var leaseOK bool
+		if err == nil {
+			fmt.Fprintln(e.stdout, "leader election (the command line's cluster):")
+			leaseOK, err = checkLease(ctx, e.stdout, c.typed.AuthorizationV1(), file.Config.LeaderElection, file.Config.Shards)
+		}
+		if err != nil {
+			fmt.Fprintln(e.stderr, "dynwatch check:", err)
+		}
+		ok = ok && leaseOK
+	}
+	if !ok {
+		fmt.Fprintln(e.stderr, "dynwatch check: a cluster cannot be reached, or some rules select nothing or lack permission, or leader election lacks it on its Lease (see above)")
+		return exitFailure
+	}
+	return exitOK
+}
+
+// rbacClusters is `rbac` with clusters: each cluster's roles, for its
+// rules (resolved through its discovery with --cluster), in a section of
+// their own to apply in that cluster; then, with leaderElection, the Lease's
+// role, to apply in the command line's cluster, where the Lease lives.
+func rbacClusters(e *env, kf *kubeFlags, file *plan.File, resolve bool, base rbac.Output) int {
+	for i, spec := range file.Config.Clusters {
+		mine := file.ForCluster(spec.Name)
+		var cat *dwdiscovery.Catalog
+		if resolve {
+			c, err := kf.forCluster(spec).connect()
+			if err == nil {
+				cat, err = c.catalog(e.stderr)
+			}
+			if err != nil {
+				fmt.Fprintf(e.stderr, "dynwatch rbac: cluster %s: %v\n", spec.Name, err)
+				return exitFailure
+			}
+		}
+		grants, err := rbac.Grants(mine, cat)
+		if err != nil {
+			fmt.Fprintln(e.stderr, err)
+			return exitUsage
+		}
+		out := base
+		if cat != nil {
+			out.Notes = rbac.GlobNotes(mine, cat)
+		}
+		if i > 0 {
+			fmt.Fprintln(e.stdout, "---")
+		}
+		fmt.Fprintf(e.stdout, "# cluster %s: apply in that cluster (bind the roles to the user its kubeconfig names, if not this ServiceAccount)\n", spec.Name)
+		if err := rbac.WriteYAML(e.stdout, grants, out); err != nil {
+			fmt.Fprintln(e.stderr, "dynwatch rbac:", err)
+			return exitFailure
+		}
+	}
+	if le := file.Config.LeaderElection; le != nil {
+		out := base
+		out.Lease = &rbac.ServiceAccount{Namespace: le.Namespace, Name: le.Name}
+		fmt.Fprintln(e.stdout, "---")
+		fmt.Fprintln(e.stdout, "# leader election: apply in the cluster dynwatch runs in (the command line's), where the Lease lives")
+		if err := rbac.WriteYAML(e.stdout, nil, out); err != nil {
+			fmt.Fprintln(e.stderr, "dynwatch rbac:", err)
+			return exitFailure
+		}
+	}
+	return exitOK
+}
+
+// auditClusters audits the command line's cluster or, with clusters, each
+// cluster with its rules; a cluster that cannot be reached is one whose
+// resources could not be listed (the audit is incomplete), the others are
+// audited still.
+func auditClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, chunk int64) (*audit.Result, error) {
+	specs := file.Config.Clusters
+	if len(specs) == 0 {
+		specs = []config.ClusterSpec{{}}
+	}
+	all := &audit.Result{Listed: map[string]int{}, Failed: map[string]error{}}
+	for _, spec := range specs {
+		k := kf
+		if spec.Name != "" {
+			k = kf.forCluster(spec)
+		}
+		c, err := k.connect()
+		var cat *dwdiscovery.Catalog
+		if err == nil {
+			cat, err = c.catalog(e.stderr)
+		}
+		if err != nil {
+			if spec.Name == "" {
+				return nil, err
+			}
+			all.Failed["cluster "+spec.Name] = err
+			continue
+		}
+		opts := audit.Options{File: file.ForCluster(spec.Name), Catalog: cat, Client: c.raw, PageSize: chunk, Cluster: spec.Name}
+		if isTerminal(e.stderr) {
+			opts.Progress = e.stderr
+		}
+		res, err := audit.Run(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		all.Findings = append(all.Findings, res.Findings...)
+		maps.Copy(all.Listed, res.Listed)
+		maps.Copy(all.Failed, res.Failed)
+	}
+	return all, nil
+}
