@@ -68,7 +68,13 @@ func runQueue(t *testing.T, q *Queue) {
 		}
 		close(done)
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		if t.Failed() {
+			q.Halt() // a fake clock nobody moves any more would hold the drain's grace for ever
+		}
+		cancel()
+		<-done
+	})
 }
 
 var waitFor = testenv.WaitFor

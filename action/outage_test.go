@@ -229,3 +229,34 @@ func TestHandOffKeepsOrderAndForwards(t *testing.T) {
 		}
 	})
 }
+
+// A failure of one event that says when to try again (Retry-After) is tried
+// again then, not at the action's shorter backoff.
+func TestOneEventRetryAfterIsHonoured(t *testing.T) {
+	t.Parallel()
+	fc := newFakeClock()
+	var mu sync.Mutex
+	var attempts []time.Time
+	sender := senderFunc(func(context.Context, *event.Delivery) error {
+		mu.Lock()
+		defer mu.Unlock()
+		attempts = append(attempts, fc.Now())
+		if len(attempts) == 1 {
+			return &Failure{Err: errors.New("busy"), OneEvent: true, RetryAfter: 20 * time.Second}
+		}
+		return nil
+	})
+	var logs logBuffer
+	q := NewQueue("x", sender, QueueOptions{Retry: Retry{Max: 3, Initial: 100 * time.Millisecond, MaxBackoff: time.Minute}, Logger: logs.logger(), Clock: fc})
+	runQueue(t, q)
+	q.Enqueue(delivery("a", 0))
+	waitOnClock(t, fc, q, "the second attempt", time.Minute, func() bool { return q.Stats().Delivered == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(attempts) != 2 {
+		t.Fatalf("%d attempts, want 2", len(attempts))
+	}
+	if wait := attempts[1].Sub(attempts[0]); wait < 20*time.Second {
+		t.Errorf("tried again %s after a Retry-After of 20s", wait)
+	}
+}

@@ -182,7 +182,10 @@ func (q *Queue) requeueFirst(key string) {
 // retryAlone backs off one event's key on its own schedule; no worker waits
 // for it.
 func (q *Queue) retryAlone(key string, it *item, f *Failure, err error) {
-	wait := q.retry.backoff(it.attempts)
+	// Read before the backoff is set: from then on the timer may hand the key
+	// to another worker, whose attempt changes it.
+	attempt, id := it.attempts, it.d.Payload.ID
+	wait := q.retry.backoff(attempt)
 	if ra := q.retry.after(f); ra > 0 {
 		wait = ra
 	}
@@ -195,9 +198,9 @@ func (q *Queue) retryAlone(key string, it *item, f *Failure, err error) {
 	}
 	q.mu.Unlock()
 	if warn {
-		q.log.Warn("delivery failed; retrying this event on its own (more such failures are logged at most once a minute)", "id", it.d.Payload.ID, "attempt", it.attempts, "wait", wait.String(), "err", err)
+		q.log.Warn("delivery failed; retrying this event on its own (more such failures are logged at most once a minute)", "id", id, "attempt", attempt, "wait", wait.String(), "err", err)
 	} else {
-		q.log.Debug("delivery failed; retrying", "id", it.d.Payload.ID, "attempt", it.attempts, "wait", wait.String(), "err", err)
+		q.log.Debug("delivery failed; retrying", "id", id, "attempt", attempt, "wait", wait.String(), "err", err)
 	}
 	q.rearmTimer()     // the queue's timer hands key back when its backoff is over
 	q.cond.Broadcast() // a drain waits for what it can still deliver

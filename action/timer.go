@@ -48,6 +48,13 @@ func (q *Queue) runTimer(quit <-chan struct{}) {
 		if ok {
 			timer = q.clock.NewTimer(due.Sub(now))
 			fired = timer.C()
+			if !q.clock.Now().Before(due) {
+				// The clock reached due while the timer was being set: it
+				// would fire only at due plus the wait (never, on a clock
+				// that is moved only when the queue is idle). Look again.
+				timer.Stop()
+				continue
+			}
 		}
 		select {
 		case <-fired:

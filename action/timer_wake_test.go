@@ -77,6 +77,7 @@ func TestTimerEndsWithRun(t *testing.T) {
 	for i := range 30 {
 		q := NewQueue("x", alone, opts)
 		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel() // each case cancels too; for vet
 		wg.Go(func() { _ = q.Run(ctx, time.Minute) })
 		q.Enqueue(delivery("a", i))
 		waitFor(t, "the backoff", 10*time.Second, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return len(q.backoffs) == 1 })
