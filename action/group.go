@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/dynwatch/dynwatch/event"
 )
 
@@ -81,45 +79,20 @@ func newGrouper(opts *GroupOptions) *grouper {
 	return &grouper{opts: opts, groups: map[string]*group{}, objs: map[string]*objLine{}}
 }
 
-// groupLabel is a label's value for d, as event.GroupLabels gives it (a
-// cluster is read from the payload's JSON).
-func groupLabel(d *event.Delivery, label string) string {
-	p := d.Payload
-	switch label {
-	case "rule":
-		return p.Rule
-	case "namespace":
-		return p.Namespace
-	case "name":
-		return p.Name
-	case "kind":
-		return p.Resource.Kind
-	case "resource":
-		return p.Resource.Name()
-	case "type":
-		return string(p.Type)
-	case "transition":
-		return p.Transition
-	case "cluster":
-		return gjson.GetBytes(d.JSON, "cluster").Str
-	}
-	return ""
-}
-
 // groupKey names d's group: its label values, in by's order.
 func (g *grouper) groupKey(d *event.Delivery) string {
 	switch len(g.opts.By) {
 	case 0:
 		return ""
 	case 1:
-		return groupLabel(d, g.opts.By[0])
+		return event.GroupLabel(g.opts.By[0], d.Payload)
 	}
 	var b strings.Builder
 	for i, l := range g.opts.By {
 		if i > 0 {
 			b.WriteByte(0)
 		}
-		b.WriteString(groupLabel(d, l))
+		b.WriteString(event.GroupLabel(l, d.Payload))
 	}
 	return b.String()
 }

@@ -225,6 +225,9 @@ func (q *Queue) finishUnit(it *item) {
 // waits reports whether the head of key's list waits for another item.
 // q.mu is held.
 func (q *Queue) waits(key string) bool {
+	if q.grp == nil {
+		return false // no item waits for another
+	}
 	list := q.pending[key]
 	return len(list) > 0 && list[0].u != nil && list[0].u.deps > 0
 }

@@ -38,4 +38,8 @@ func (q *Queue) GroupEvents() int {
 }
 
 // Grouped reports whether the queue groups its deliveries.
-func (q *Queue) Grouped() bool { return q.grp != nil && q.grp.opts != nil }
+func (q *Queue) Grouped() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.grp != nil && q.grp.opts != nil
+}

@@ -217,7 +217,10 @@ func (q *Queue) settled() bool {
 		}
 	}
 	if at, ok := q.grp.nextDue(now); ok && !at.After(now) {
-		return false // the timer forms a group's deliveries now
+		// The timer forms its deliveries now; a timer set from a reading
+		// taken just before the clock moved waits longer: wake it.
+		q.rearmTimer()
+		return false
 	}
 	if q.limit != nil && len(q.ready) > 0 && !q.limit.wakeAt.After(now) {
 		return false // a worker takes a token now

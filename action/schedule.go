@@ -132,18 +132,28 @@ func (q *Queue) finish(key string) {
 	}
 	q.mu.Unlock()
 	f, _ := q.sender.(Finisher)
-	if f != nil && head.d != nil && head.u != nil && head.u.members != nil {
-		f.Finished(head.d) // the grouped delivery itself
-	}
-	for _, d := range head.deliveries() {
-		if f != nil {
-			f.Finished(d)
+	if head.u == nil || head.u.members == nil {
+		q.finished(f, head.d)
+	} else {
+		if f != nil && head.d != nil {
+			f.Finished(head.d) // the grouped delivery itself
 		}
-		if q.outbox != nil {
-			q.outbox.Done(d)
+		for _, d := range head.u.members {
+			q.finished(f, d)
 		}
 	}
 	q.cond.Broadcast()
+}
+
+// finished tells the sender (if it is a Finisher) and the outbox that d is
+// finished with.
+func (q *Queue) finished(f Finisher, d *event.Delivery) {
+	if f != nil {
+		f.Finished(d)
+	}
+	if q.outbox != nil {
+		q.outbox.Done(d)
+	}
 }
 
 // giveUp logs and counts a delivery that failed for good, then finishes it.

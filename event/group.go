@@ -99,3 +99,7 @@ func groupLabel(l string, p *Payload) string {
 	// cluster: the payload names no cluster yet.
 	return ""
 }
+
+// GroupLabel is the value of the one label l for p, as GroupLabels gives it:
+// for a queue that names a group by its values without building the map.
+func GroupLabel(l string, p *Payload) string { return groupLabel(l, p) }

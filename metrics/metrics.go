@@ -21,6 +21,11 @@ type QueueSample struct {
 	Action                              string
 	Delivered, Retries, Failed, Dropped uint64
 	Depth                               int
+	// Grouped: the action groups its deliveries; GroupEvents wait in its open
+	// groups, Groups is the grouped deliveries it made.
+	Grouped     bool
+	GroupEvents int
+	Groups      uint64
 }
 
 // WatchSample is one watch at scrape time.
@@ -145,13 +150,15 @@ var (
 	syncedDesc     = prometheus.NewDesc("dynwatch_informer_synced", "1 when the watch has listed once, else 0 (still listing, or failing: forbidden, not served).", []string{"resource", "namespace"}, nil)
 	ruleErrorsDesc = prometheus.NewDesc("dynwatch_rule_eval_errors_total", "CEL evaluations that failed (no such key, the cost limit, not a bool) and counted as false.", []string{"rule"}, nil)
 	lastEventDesc  = prometheus.NewDesc("dynwatch_watch_last_event_timestamp_seconds", "When the watch last saw an event or a bookmark.", []string{"resource", "namespace"}, nil)
+	groupEvDesc    = prometheus.NewDesc("dynwatch_group_events", "Events of a grouped action waiting in its open groups (counted in dynwatch_queue_depth too).", []string{"action"}, nil)
+	groupsDesc     = prometheus.NewDesc("dynwatch_groups_total", "Grouped deliveries an action made.", []string{"action"}, nil)
 )
 
 // sampled reads the queues' and informers' own counts at scrape time.
 type sampled struct{ src Sources }
 
 func (s *sampled) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{deliveriesDesc, depthDesc, syncedDesc, lastEventDesc, ruleErrorsDesc} {
+	for _, d := range []*prometheus.Desc{deliveriesDesc, depthDesc, syncedDesc, lastEventDesc, ruleErrorsDesc, groupEvDesc, groupsDesc} {
 		ch <- d
 	}
 }
@@ -163,6 +170,10 @@ func (s *sampled) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(deliveriesDesc, prometheus.CounterValue, float64(n), q.Action, result)
 			}
 			ch <- prometheus.MustNewConstMetric(depthDesc, prometheus.GaugeValue, float64(q.Depth), q.Action)
+			if q.Grouped {
+				ch <- prometheus.MustNewConstMetric(groupEvDesc, prometheus.GaugeValue, float64(q.GroupEvents), q.Action)
+				ch <- prometheus.MustNewConstMetric(groupsDesc, prometheus.CounterValue, float64(q.Groups), q.Action)
+			}
 		}
 	}
 	if s.src.RuleErrors != nil {

@@ -240,12 +240,15 @@ func (s *startedQueues) halt() {
 func (s *startedQueues) sample(name string) metrics.QueueSample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, depth := s.past[name], 0
+	st, depth, grouped, inGroups := s.past[name], 0, false, 0
 	for _, q := range s.members[name] {
 		st = addStats(st, q.Stats())
 		depth += q.Len()
+		grouped = grouped || q.Grouped()
+		inGroups += q.GroupEvents()
 	}
-	return metrics.QueueSample{Action: name, Delivered: st.Delivered, Retries: st.Retries, Failed: st.Failed, Dropped: st.Dropped, Depth: depth}
+	return metrics.QueueSample{Action: name, Delivered: st.Delivered, Retries: st.Retries, Failed: st.Failed, Dropped: st.Dropped, Depth: depth,
+		Grouped: grouped || st.Groups > 0, GroupEvents: inGroups, Groups: st.Groups}
 }
 
 func addStats(a, b action.Stats) action.Stats {
@@ -257,6 +260,7 @@ func addStats(a, b action.Stats) action.Stats {
 		Dropped:   a.Dropped + b.Dropped,
 		Abandoned: a.Abandoned + b.Abandoned,
 		Outages:   a.Outages + b.Outages,
+		Groups:    a.Groups + b.Groups,
 	}
 }
 
