@@ -257,19 +257,3 @@ func TestLogGroupLine(t *testing.T) {
 	}
 }
 
-// The queue's labels (which group an event joins) and event.GroupLabels
-// (what test --explain says it joins) agree on every label.
-func TestGroupLabelsAgree(t *testing.T) {
-	t.Parallel()
-	d := cmDelivery("a", 1)
-	d.Payload.Transition = "exit"
-	d.Payload.Resource.Group = "apps"
-	d.JSON, _ = json.Marshal(d.Payload)
-	by := []string{"rule", "namespace", "name", "kind", "resource", "cluster", "type", "transition"}
-	want := event.GroupLabels(by, d.Payload)
-	for _, l := range by {
-		if got := groupLabel(d, l); got != want[l] {
-			t.Errorf("%s: the queue says %q, event.GroupLabels %q", l, got, want[l])
-		}
-	}
-}
