@@ -256,4 +256,3 @@ func TestLogGroupLine(t *testing.T) {
 		t.Errorf("log %q", buf.String())
 	}
 }
-
