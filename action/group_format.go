@@ -8,9 +8,10 @@ import (
 // the group payload {"group", "count", "events"}, sent as it is by log, exec,
 // webhook, kafka and nats; body templates read that object; chat formats sum
 // it up in one message; CloudEvents of it have type io.dynwatch.group. What
-// routes a delivery (a topic, subject or kafka key template, the default
-// kafka key) reads its first event, so that a grouped action routes as the
-// same action ungrouped would route that event.
+// routes a delivery (a topic, subject or kafka key template) reads its first
+// event, so that a grouped action routes as the same action ungrouped would
+// route that event; the default kafka key (key: object) is the group's labels,
+// so that one group's deliveries share a partition, in order.
 
 // ceGroupType is the CloudEvents type of a grouped delivery.
 const ceGroupType = ceTypePrefix + "group"

@@ -200,6 +200,19 @@ func TestKafkaGroupRecord(t *testing.T) {
 			t.Errorf("header %s = %q, want %q", k, got, v)
 		}
 	}
+	// key: object (the default) of a group is its labels: one group's
+	// deliveries share a partition.
+	s = buildAction(t, fmt.Sprintf(`kafka: {brokers: [%q], topic: ns-events}`, c.ListenAddrs()[0]))
+	if err := s.Send(context.Background(), g); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for _, r := range consumeAll(t, c.ListenAddrs(), "ns-events", 2) {
+		keys[string(r.Key)] = true
+	}
+	if !keys["group:namespace=ns"] || !keys["cm-00"] {
+		t.Errorf("record keys %v, want cm-00 (the template) and group:namespace=ns (the default)", keys)
+	}
 }
 
 // NATS: the message is the group payload, Nats-Msg-Id and ce-id the group's

@@ -277,7 +277,11 @@ func (k *Kafka) record(d *event.Delivery) (*kgo.Record, error) {
 	if err := k.topic.check(topic, config.CheckKafkaTopic); err != nil {
 		return nil, fmt.Errorf("the topic template rendered %w", err)
 	}
-	key := ObjectKey(d.Payload) // a group's: its first event's
+	key := ObjectKey(d.Payload)
+	if d.Group != nil {
+		// One group's deliveries share a partition and keep their order.
+		key = "group:" + groupLabelList(d.Group.Group)
+	}
 	if k.key != nil {
 		var buf bytes.Buffer
 		if err := k.key.Execute(&buf, payload.TemplateData(routeJSON(d))); err != nil {

@@ -62,3 +62,24 @@ func TestReadmeLessNoiseExample(t *testing.T) {
 		t.Errorf("payload: count %d of %d events, labels %v for by %v", g.Count, len(g.Events), g.Group, a.Group.By)
 	}
 }
+
+// A grouped webhook's body template reads the group: a field of one event at
+// its top is a problem at load, at the body's line; the group's fields load.
+func TestGroupedBodyTemplateChecked(t *testing.T) {
+	src := func(body string) []byte {
+		return []byte(`apiVersion: dynwatch/v1alpha1
+actions:
+  - name: hook
+    webhook: {url: "http://127.0.0.1:9/x", body: '` + body + `'}
+    group: {by: [namespace]}
+rules: [{name: r, resources: [{kind: ConfigMap}], actions: [hook]}]
+`)
+	}
+	if _, err := Parse("g.yaml", src(`{{.count}} {{range .events}}{{.name}}{{end}}`)); err != nil {
+		t.Errorf("a group template: %v", err)
+	}
+	_, err := Parse("g.yaml", src(`{{.name}}`))
+	if err == nil || !strings.Contains(err.Error(), "g.yaml:4: actions[0].webhook.body: bad template: a grouped delivery has no field .name") {
+		t.Errorf("a single event's field: %v", err)
+	}
+}
