@@ -95,8 +95,9 @@ func groupLabel(l string, p *Payload) string {
 		return string(p.Type)
 	case "transition":
 		return p.Transition
+	case "cluster":
+		return p.Cluster // "" without clusters
 	}
-	// cluster: the payload names no cluster yet.
 	return ""
 }
 

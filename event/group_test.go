@@ -97,3 +97,11 @@ func TestGroupLabels(t *testing.T) {
 		t.Errorf("core resource = %q", got)
 	}
 }
+
+// A group by cluster keeps each cluster's events apart.
+func TestGroupLabelsByCluster(t *testing.T) {
+	east, west := &Payload{Cluster: "east"}, &Payload{Cluster: "west"}
+	if a, b := GroupLabels([]string{"cluster"}, east), GroupLabels([]string{"cluster"}, west); a["cluster"] != "east" || b["cluster"] != "west" {
+		t.Errorf("labels %v and %v; want east and west", a, b)
+	}
+}
