@@ -330,7 +330,7 @@ func TestSetFileKeepsMeaning(t *testing.T) {
 	if strings.Contains(cfg, "value: false") || !strings.Contains(cfg, `value: "off"`) {
 		t.Errorf("the quoted off lost its meaning:\n%s", cfg)
 	}
-	for _, ok := range []string{"  note: \"no\" # no: quoted\n", "  list: [\"yes\", \"n\"]\n", "  name: no-op\n"} {
+	for _, ok := range []string{"  note: \"no\" # no: quoted\n", "  # a comment: {\"count\": N, \"on\": off}\n", "  list: [\"yes\", \"n\"]\n", "  name: no-op\n"} {
 		doc := strings.Replace(quoted, "actions: [{name: out, log: {}}]", "actions: [{name: out, log: {}}]\nx:\n"+ok, 1)
 		if err := renderErr(values{file: "config: " + quoteYAML(doc)}); err != nil && strings.Contains(err.Error(), "YAML 1.1") {
 			t.Errorf("%q refused: %v", ok, err)

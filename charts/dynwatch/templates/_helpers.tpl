@@ -48,7 +48,9 @@ render, naming the words, rather than change their meaning.
 {{- define "dynwatch.config" -}}
 {{- $c := .Values.config }}
 {{- if kindIs "string" $c }}
-{{- $words := regexFindAll "(?m)(?:[:\\[,]|^[ \\t]*-)[ \\t]*(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)[ \\t]*(?:$|#|,|\\]|\\})" $c -1 }}
+{{- /* comments say what they like: only what YAML reads is looked at */}}
+{{- $code := regexReplaceAll "(?m)(^|[ \\t])#.*$" $c "${1}" }}
+{{- $words := regexFindAll "(?m)(?:[:\\[,]|^[ \\t]*-)[ \\t]*(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)[ \\t]*(?:$|#|,|\\]|\\})" $code -1 }}
 {{- if $words }}
 {{- $clean := list }}
 {{- range $w := $words }}
