@@ -1,0 +1,68 @@
+package dyninformer
+
+import (
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/dynwatch/dynwatch/internal/testenv"
+)
+
+// The server filter and the client's agree for by: namespace too, for a list
+// from etcd and one from the watch cache (resourceVersion 0), for a
+// namespaced and a cluster-scoped resource.
+func TestReviewShardServerAgreesByNamespace(t *testing.T) {
+	gated, err := testenv.Start(testenv.Options{FeatureGates: []string{"ShardedListAndWatch"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gated.Stop()
+	d := dynamic.NewForConfigOrDie(gated.Config)
+	for i := range 10 {
+		ns := testenv.Namespace(t, d)
+		if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), labelledConfigMap(ns, fmt.Sprintf("cm-%d", i), "v"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := NewClient(gated.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	for _, gvr := range []schema.GroupVersionResource{cmGVR, nsGVR} {
+		everything, err := all.List(t.Context(), gvr, "", metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for index := range 2 {
+			shard := NewShard(2, index, true)
+			want := map[string]bool{}
+			for _, it := range everything.Items {
+				o := it.(*Object)
+				if shard.Owns(o.uid, o.namespace) {
+					want[o.uid] = true
+				}
+			}
+			for _, rv := range []string{"", "0"} {
+				sc := all.WithShard(shard, nil)
+				l, err := sc.List(t.Context(), gvr, "", metav1.ListOptions{ResourceVersion: rv})
+				if err != nil {
+					t.Fatalf("%s shard %d rv %q: %v", gvr.Resource, index, rv, err)
+				}
+				if !sc.ServerFilters()["v1"] {
+					t.Errorf("%s shard %d rv %q: the server did not filter by namespace", gvr.Resource, index, rv)
+				}
+				got := map[string]bool{}
+				for _, it := range l.Items {
+					got[it.(*Object).uid] = true
+				}
+				if len(got) != len(want) {
+					t.Errorf("%s shard %d rv %q: %d objects, the client's share is %d", gvr.Resource, index, rv, len(got), len(want))
+				}
+			}
+		}
+	}
+}
