@@ -2,11 +2,15 @@ package dyninformer
 
 import (
 	"fmt"
+	"net/http"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/dynwatch/dynwatch/internal/testenv"
 )
@@ -64,5 +68,73 @@ func TestReviewShardServerAgreesByNamespace(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A server that stops filtering between a list and the next watch (restarted
+// with the gate off: the watch resumes from its resourceVersion without a
+// relist, its shardSelector now ignored) still gives the shard only its own
+// objects' events, and the next list notices.
+func TestReviewShardServerStopsFiltering(t *testing.T) {
+	gated, err := testenv.Start(testenv.Options{FeatureGates: []string{"ShardedListAndWatch"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gated.Stop()
+	var strip atomic.Bool
+	cfg := rest.CopyConfig(gated.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return testenv.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if strip.Load() {
+				q := r.URL.Query()
+				q.Del("shardSelector")
+				r.URL.RawQuery = q.Encode()
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+	all, err := NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard := NewShard(2, 1, false)
+	sc := all.WithShard(shard, nil)
+	ns, _ := shardObjects(t, gated.Config, 10)
+	l, err := sc.List(t.Context(), cmGVR, ns, metav1.ListOptions{})
+	if err != nil || !sc.ServerFilters()["v1"] {
+		t.Fatalf("list: %v, server filters %v", err, sc.ServerFilters())
+	}
+	strip.Store(true)
+	w, err := sc.Watch(t.Context(), cmGVR, ns, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	d := dynamic.NewForConfigOrDie(gated.Config)
+	for i := range 20 {
+		if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), labelledConfigMap(ns, fmt.Sprintf("late-%d", i), "v"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for timeout := time.After(3 * time.Second); ; {
+		select {
+		case ev := <-w.ResultChan():
+			if o, ok := ev.Object.(*Object); ok {
+				n++
+				if !shard.Owns(o.uid, o.namespace) {
+					t.Errorf("watch: %s %s is another shard's", ev.Type, o.name)
+				}
+			}
+			continue
+		case <-timeout:
+		}
+		break
+	}
+	if n == 0 {
+		t.Error("watch: no events")
+	}
+	if _, err := sc.List(t.Context(), cmGVR, ns, metav1.ListOptions{}); err != nil || sc.ServerFilters()["v1"] {
+		t.Errorf("relist: %v, server filters %v (want false)", err, sc.ServerFilters())
 	}
 }
