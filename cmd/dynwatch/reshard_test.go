@@ -32,7 +32,7 @@ func waitPayloads(t *testing.T, s *shardSet, what string, n int, keep func(event
 // the cluster, not moved in: one shard must fire their add (a restart without
 // a reshard does). The resharded baseline takes them for moved objects and
 // nobody fires.
-func TestReviewReshardGapCreatesFire(t *testing.T) {
+func TestReshardGapCreatesFire(t *testing.T) {
 	d := dynamic.NewForConfigOrDie(cp.Config)
 	ns := testenv.Namespace(t, d)
 	dir := t.TempDir()
@@ -65,7 +65,7 @@ func TestReviewReshardGapCreatesFire(t *testing.T) {
 // a pod scaled away): pod 2's file still says "2/3 by uid", the spec it is
 // started under again, so no reshard is seen, and its stale records replay
 // what shards 0 and 1 delivered live meanwhile.
-func TestReviewShardScaleDownUpReplaysNothingDelivered(t *testing.T) {
+func TestShardScaleDownUpReplaysNothingDelivered(t *testing.T) {
 	d := dynamic.NewForConfigOrDie(cp.Config)
 	ns := testenv.Namespace(t, d)
 	dir := t.TempDir()

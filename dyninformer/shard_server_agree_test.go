@@ -18,7 +18,7 @@ import (
 // The server filter and the client's agree for by: namespace too, for a list
 // from etcd and one from the watch cache (resourceVersion 0), for a
 // namespaced and a cluster-scoped resource.
-func TestReviewShardServerAgreesByNamespace(t *testing.T) {
+func TestShardServerAgreesByNamespace(t *testing.T) {
 	gated, err := testenv.Start(testenv.Options{FeatureGates: []string{"ShardedListAndWatch"}})
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestReviewShardServerAgreesByNamespace(t *testing.T) {
 // with the gate off: the watch resumes from its resourceVersion without a
 // relist, its shardSelector now ignored) still gives the shard only its own
 // objects' events, and the next list notices.
-func TestReviewShardServerStopsFiltering(t *testing.T) {
+func TestShardServerStopsFiltering(t *testing.T) {
 	gated, err := testenv.Start(testenv.Options{FeatureGates: []string{"ShardedListAndWatch"}})
 	if err != nil {
 		t.Fatal(err)
