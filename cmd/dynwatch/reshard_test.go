@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/internal/testenv"
 )
@@ -29,9 +30,10 @@ func waitPayloads(t *testing.T, s *shardSet, what string, n int, keep func(event
 }
 
 // Objects created while every shard is stopped for a 2 → 3 reshard are new to
-// the cluster, not moved in: one shard must fire their add (a restart without
-// a reshard does). The resharded baseline takes them for moved objects and
-// nobody fires.
+// the cluster, not moved in: the shard that owns one and ran under the old
+// spec (0 or 1, whose file says when that spec last ran) fires its add, once.
+// Shard 2 is new to the set: its file is new, its start is a first start, a
+// baseline (README, Scaling out), and it fires nothing for them.
 func TestReshardGapCreatesFire(t *testing.T) {
 	d := dynamic.NewForConfigOrDie(cp.Config)
 	ns := testenv.Namespace(t, d)
@@ -47,18 +49,34 @@ func TestReshardGapCreatesFire(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	three.stop()
 	adds := map[string]int{}
-	for _, ps := range three.payloads() {
+	for i, ps := range three.payloads() {
 		for _, p := range ps {
-			if p.Type == event.Add && strings.HasPrefix(p.Name, "gap-") {
+			if p.Type == event.Add && !strings.HasPrefix(p.Name, "live-") {
 				adds[p.Name]++
+				if !strings.HasPrefix(p.Name, "gap-") || !p.Replay || !dyninformer.NewShard(3, i, false).Owns(p.UID, "") {
+					t.Errorf("shard %d fired the add of %s (replay %v): moved in, or another shard's", i, p.Name, p.Replay)
+				}
 			}
 		}
 	}
-	for i := range 10 {
-		if n := adds[fmt.Sprintf("gap-%d", i)]; n != 1 {
-			t.Errorf("gap-%d, created while stopped across the reshard: %d adds, want 1", i, n)
+	l, err := d.Resource(cmsGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := 0
+	for _, o := range l.Items {
+		if !strings.HasPrefix(o.GetName(), "gap-") {
+			continue
+		}
+		want := 1
+		if dyninformer.NewShard(3, 2, false).Owns(string(o.GetUID()), "") {
+			want, fresh = 0, fresh+1
+		}
+		if n := adds[o.GetName()]; n != want {
+			t.Errorf("%s, created while stopped across the reshard: %d adds, want %d", o.GetName(), n, want)
 		}
 	}
+	t.Logf("%d of 10 gap objects are the new shard 2's (a first start: no add)", fresh)
 }
 
 // 3 → 2 → 3 with each pod's own volume kept (a StatefulSet keeps the PVC of
