@@ -258,6 +258,11 @@ func (d *daemon) openState(file *plan.File, lease context.Context) (*state.Store
 				d.log.Error("cannot open the state", "err", err)
 				return nil, ErrFailed
 			}
+			if err := d.forgetIfStale(lease, store); err != nil {
+				store.Close()
+				d.log.Error("cannot open the state", "err", err)
+				return nil, ErrFailed
+			}
 			return store, nil
 		case lease == nil || !errors.Is(err, state.ErrInUse) || time.Now().After(giveUp):
 			d.log.Error("cannot open the state", "err", err)

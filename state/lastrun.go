@@ -48,3 +48,39 @@ func keepSpecEnd(meta *bolt.Bucket) error {
 	}
 	return meta.Put(keySpecEnded, append([]byte(nil), last...))
 }
+
+// LastRun is when the file was last written by a running process (its last
+// commit or clean stop); ok is false for a new file (or one of an earlier
+// build).
+func (s *Store) LastRun() (at time.Time, ok bool) {
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyLastRun); v != nil {
+			var err error
+			at, err = time.Parse(time.RFC3339Nano, string(v))
+			ok = err == nil
+		}
+		return nil
+	})
+	return at, ok
+}
+
+// Forget drops every record and baseline, keeping the queues (what is
+// pending is still to be delivered): the next list of each resource is then
+// a first start's baseline, as for a new file. It returns how many records
+// it dropped.
+func (s *Store) Forget() (records int, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		objects := tx.Bucket(bucketObjects)
+		_ = objects.ForEachBucket(func(k []byte) error { records += objects.Bucket(k).Stats().KeyN; return nil })
+		for _, b := range [][]byte{bucketObjects, bucketBaseline} {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Delete(keySpecEnded)
+	})
+	return records, err
+}

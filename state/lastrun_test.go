@@ -44,3 +44,41 @@ func TestReshardedAfter(t *testing.T) {
 		t.Errorf("a commit under the new spec moved its start: %v, was %v", again, at)
 	}
 }
+
+// Forget drops the records and baselines and keeps the queues; the last run
+// stays known.
+func TestForget(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res := Resource{Resource: "configmaps"}
+	err = s.Update(func(tx *Tx) error {
+		if err := tx.Put(res, "u", &Record{Namespace: "ns", Name: "a", ResourceVersion: "1"}); err != nil {
+			return err
+		}
+		return tx.SetBaseline(res.In(""))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.LastRun(); ok {
+		t.Error("a last run known before any run")
+	}
+	if err := s.MarkStopped(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Forget(); n != 1 || err != nil {
+		t.Fatalf("forget = %d, %v; want 1 record", n, err)
+	}
+	_ = s.View(func(tx *Tx) error {
+		if got, _ := tx.Get(res, "u"); got != nil || tx.HasBaseline(res.In("")) {
+			t.Error("a record or a baseline left")
+		}
+		return nil
+	})
+	if _, ok := s.LastRun(); !ok {
+		t.Error("the last run forgotten")
+	}
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -79,20 +81,63 @@ func TestReshardGapCreatesFire(t *testing.T) {
 	t.Logf("%d of 10 gap objects are the new shard 2's (a first start: no add)", fresh)
 }
 
-// 3 → 2 → 3 with each pod's own volume kept (a StatefulSet keeps the PVC of
-// a pod scaled away): pod 2's file still says "2/3 by uid", the spec it is
-// started under again, so no reshard is seen, and its stale records replay
-// what shards 0 and 1 delivered live meanwhile.
-func TestShardScaleDownUpReplaysNothingDelivered(t *testing.T) {
+// 3 → 2 → 3 as the chart runs it: a StatefulSet scaled down deletes the
+// scaled-away pod's volume (persistentVolumeClaimRetentionPolicy whenScaled:
+// Delete), so pod 2 comes back with a new file, a first start, and replays
+// nothing that shards 0 and 1 delivered meanwhile.
+func TestShardScaleDownUpWithoutItsVolume(t *testing.T) {
+	deletes, _ := scaleDownUp(t, func(string) string { return "" }, func(dir string) {
+		if err := os.RemoveAll(filepath.Join(dir, "dynwatch-2")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	checkDeletesOnce(t, deletes)
+}
+
+// 3 → 2 → 3 with pod 2's volume kept: its file still says "2/3 by uid", the
+// spec it starts under again, so no reshard is seen. With leaderElection the
+// other shards' Leases say that the set shrank to 2 after pod 2's file was
+// last written: pod 2 drops its stale records, says so, and replays nothing
+// that shards 0 and 1 delivered meanwhile. (Without leaderElection nothing
+// tells, and the deletes replay a second time: the README says a shard's
+// file must not outlive a shard-set change; the chart deletes it.)
+func TestShardScaleDownUpStaleFileForgotten(t *testing.T) {
+	le := func(ns string) string {
+		return fmt.Sprintf("leaderElection: {namespace: %s, name: dw, leaseDuration: 4s, renewDeadline: 3s, retryPeriod: 500ms}\n", ns)
+	}
+	deletes, again := scaleDownUp(t, le, func(string) {})
+	checkDeletesOnce(t, deletes)
+	if log := again.procs[2].stderr.String(); !strings.Contains(log, "the shard set shrank past this shard") {
+		t.Errorf("pod 2 does not say its file was stale:\n%s", log)
+	}
+}
+
+func checkDeletesOnce(t *testing.T, deletes map[string]int) {
+	t.Helper()
+	if len(deletes) != 15 {
+		t.Errorf("%d objects' deletes delivered, want 15", len(deletes))
+	}
+	for name, n := range deletes {
+		if n != 1 {
+			t.Errorf("delete of %s delivered %d times across the shard set", name, n)
+		}
+	}
+}
+
+// scaleDownUp runs 3 shards on 30 objects, then 2 that delete 15, between,
+// then 3 again (extra: config lines for the namespace); it returns how many
+// times each delete was delivered, and the last shard set.
+func scaleDownUp(t *testing.T, extra func(ns string) string, between func(dir string)) (map[string]int, *shardSet) {
+	t.Helper()
 	d := dynamic.NewForConfigOrDie(cp.Config)
 	ns := testenv.Namespace(t, d)
 	dir := t.TempDir()
-	three := startShards(t, cp, dir, ns, 3)
+	three := startShardsWith(t, cp, dir, ns, 3, extra(ns))
 	createCMs(t, d, ns, "cm", 30)
 	waitPayloads(t, three, "30 adds", 30, func(event.Payload) bool { return true })
 	three.stop()
 
-	two := startShards(t, cp, dir, ns, 2)
+	two := startShardsWith(t, cp, dir, ns, 2, extra(ns))
 	ri := d.Resource(cmsGVR).Namespace(ns)
 	for i := range 15 {
 		if err := ri.Delete(t.Context(), fmt.Sprintf("cm-%d", i), metav1.DeleteOptions{}); err != nil {
@@ -101,8 +146,9 @@ func TestShardScaleDownUpReplaysNothingDelivered(t *testing.T) {
 	}
 	waitPayloads(t, two, "15 live deletes", 15, func(p event.Payload) bool { return p.Type == event.Delete })
 	two.stop()
+	between(dir)
 
-	again := startShards(t, cp, dir, ns, 3)
+	again := startShardsWith(t, cp, dir, ns, 3, extra(ns))
 	createCMs(t, d, ns, "live", 1)
 	waitPayloads(t, again, "the live add", 1, func(p event.Payload) bool { return strings.HasPrefix(p.Name, "live-") })
 	time.Sleep(2 * time.Second)
@@ -117,9 +163,5 @@ func TestShardScaleDownUpReplaysNothingDelivered(t *testing.T) {
 			}
 		}
 	}
-	for name, n := range deletes {
-		if n != 1 {
-			t.Errorf("delete of %s delivered %d times across the shard set", name, n)
-		}
-	}
+	return deletes, again
 }
