@@ -131,7 +131,7 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 		return err
 	}
 	if store != nil {
-		defer store.Close()
+		defer closeState(store)
 	}
 	w, err := watcher.New(file, d.o.Informers, d.o.Discovery, watcher.Options{Logger: d.log, Stdout: d.o.Stdout, Source: d.o.Source, Store: store, Metrics: d.metrics, Connect: d.o.Connect})
 	if err != nil {
@@ -254,6 +254,11 @@ func (d *daemon) openState(file *plan.File, lease context.Context) (*state.Store
 		switch {
 		case err == nil:
 			if err := d.reshardState(store); err != nil {
+				store.Close()
+				d.log.Error("cannot open the state", "err", err)
+				return nil, ErrFailed
+			}
+			if err := d.forgetIfStale(lease, store); err != nil {
 				store.Close()
 				d.log.Error("cannot open the state", "err", err)
 				return nil, ErrFailed

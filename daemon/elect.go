@@ -38,6 +38,7 @@ func (d *daemon) elect(ctx context.Context) error {
 		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: name},
 		Client:     d.o.Kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+		Labels:     d.shardLeaseLabels(ctx, le.Namespace, name),
 	}
 	d.log.Info("leader election: standing by until elected", "lease", le.Namespace+"/"+name, "identity", id)
 	for ctx.Err() == nil {

@@ -78,3 +78,11 @@ func (d *daemon) readyShard() string {
 	}
 	return "shard: " + d.shard.String() + "\n"
 }
+
+// closeState notes that this run of the state file ends now (what a later
+// reshard compares creation times with, see state.Tx.ReshardedAfter) and
+// closes it.
+func closeState(store *state.Store) {
+	_ = store.MarkStopped()
+	store.Close()
+}

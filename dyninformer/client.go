@@ -59,6 +59,12 @@ func (c *Client) List(ctx context.Context, gvr schema.GroupVersionResource, ns s
 	err := c.rest.Get().AbsPath(path(gvr, ns)...).
 		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion).
 		Do(ctx).Into(l)
+	if err != nil && c.shardRefused(gvr, &opts, err) {
+		l = &List{}
+		err = c.rest.Get().AbsPath(path(gvr, ns)...).
+			SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion).
+			Do(ctx).Into(l)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -94,6 +94,29 @@ type serverSharding struct {
 	log     *slog.Logger
 	mu      sync.Mutex
 	filters map[string]bool
+	// refused: group/versions whose server answered a selector with a 400;
+	// their lists no longer carry it.
+	refused map[string]bool
+}
+
+func (p *serverSharding) isRefused(gv string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused[gv]
+}
+
+// refuse notes that gv's server refuses the selector; true the first time.
+func (p *serverSharding) refuse(gv string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refused[gv] {
+		return false
+	}
+	if p.refused == nil {
+		p.refused = map[string]bool{}
+	}
+	p.refused[gv] = true
+	return true
 }
 
 func (p *serverSharding) get(gv string) (filters, known bool) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -57,10 +59,14 @@ func (c *Client) shardList(gvr schema.GroupVersionResource, opts *metav1.ListOpt
 	if !c.shard.Sharded() {
 		return nil
 	}
-	opts.ShardSelector = c.shard.Selector()
+	gv := gvr.GroupVersion().String()
+	if !c.server.isRefused(gv) {
+		opts.ShardSelector = c.shard.Selector()
+	}
 	return func(l *List) {
-		gv := gvr.GroupVersion().String()
-		filters := l.ShardInfo != nil && l.ShardInfo.Selector == opts.ShardSelector
+		// Any shardInfo says the server applied the selector: it may write
+		// the selector back in another (equivalent) form.
+		filters := opts.ShardSelector != "" && l.ShardInfo != nil
 		if c.server.set(gv, filters) {
 			how := "on the client"
 			if filters {
@@ -109,12 +115,12 @@ func (c *Client) filterWatch(w watch.Interface) watch.Interface {
 	if !c.shard.Sharded() {
 		return w
 	}
-	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+	return newShardFilterWatch(w, func(ev watch.Event) bool {
 		o, ok := ev.Object.(*Object)
 		if !ok || ev.Type == watch.Bookmark {
-			return ev, true
+			return true
 		}
-		return ev, c.shard.matches(o)
+		return c.shard.matches(o)
 	})
 }
 
@@ -125,4 +131,23 @@ func (c *Client) Unsharded() *Client {
 		return c
 	}
 	return &Client{rest: c.rest}
+}
+
+// shardRefused is List's hook after an error: a 400 to a list that carried
+// the selector (a server whose validation of shardSelector differs: an
+// aggregated API server on another apiserver library, a syntax it does not
+// take) means the server will not filter this group/version. The client
+// filters from then on, for the life of the process, and says so once;
+// opts loses the selector and the caller retries once.
+func (c *Client) shardRefused(gvr schema.GroupVersionResource, opts *metav1.ListOptions, err error) bool {
+	if opts.ShardSelector == "" || !apierrors.IsBadRequest(err) {
+		return false
+	}
+	gv := gvr.GroupVersion().String()
+	if c.server.refuse(gv) {
+		c.server.log.Warn("shard: the server refuses shardSelector; objects of other shards are dropped on the client",
+			"groupVersion", gv, "shard", c.shard.String(), "err", err)
+	}
+	opts.ShardSelector = ""
+	return true
 }

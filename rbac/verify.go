@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -16,7 +18,7 @@ import (
 // dynwatch needs: every rule of every role is list and watch on named
 // resources of named groups (no "*", no subresource, no resourceNames, no
 // URLs), or, in the leader-election Role, get and update on one named Lease
-// and create on Leases; and every binding binds one of those roles. WriteYAML
+// (with shards, the shards' Leases NAME-0 … NAME-(N-1)) and create on Leases; and every binding binds one of those roles. WriteYAML
 // runs it on its own output before printing it.
 func Verify(out []byte) error {
 	dec := yaml.NewDecoder(bytes.NewReader(out))
@@ -82,7 +84,7 @@ func strictJSON(raw []byte, v any) error {
 func verifyRule(pr rbacv1.PolicyRule, lease bool) error {
 	if lease && slices.Equal(pr.APIGroups, []string{"coordination.k8s.io"}) && slices.Equal(pr.Resources, []string{"leases"}) && len(pr.NonResourceURLs) == 0 {
 		switch {
-		case slices.Equal(pr.Verbs, []string{"get", "update"}) && len(pr.ResourceNames) >= 1 && !slices.ContainsFunc(pr.ResourceNames, func(n string) bool { return !named(n) }):
+		case slices.Equal(pr.Verbs, []string{"get", "update"}) && leaseNames(pr.ResourceNames):
 			return nil
 		case slices.Equal(pr.Verbs, []string{"create"}) && len(pr.ResourceNames) == 0:
 			return nil
@@ -113,6 +115,27 @@ func named(s string) bool {
 	}
 	for _, c := range s {
 		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// leaseNames reports whether names is one Lease name, or a shard set's:
+// "B-0", "B-1", … "B-(N-1)", in order, for one name B.
+func leaseNames(names []string) bool {
+	if len(names) == 1 {
+		return named(names[0])
+	}
+	if len(names) == 0 {
+		return false
+	}
+	base := strings.TrimSuffix(names[0], "-0")
+	if base == names[0] || !named(base) {
+		return false
+	}
+	for i, n := range names {
+		if n != base+"-"+strconv.Itoa(i) {
 			return false
 		}
 	}

@@ -223,7 +223,7 @@ func (c *Committer) apply(batch []commit) error {
 					return err
 				}
 			}
-			return nil
+			return markRun(tx.tx)
 		})
 		switch {
 		case err == nil:

@@ -62,6 +62,9 @@ func (s *Store) Reshard(to string, owns func(uid, namespace string) bool) (*Resh
 				return err
 			}
 		}
+		if err := keepSpecEnd(meta); err != nil {
+			return err
+		}
 		return meta.Put(keyShard, []byte(to))
 	})
 	return out, err

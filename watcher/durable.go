@@ -197,7 +197,7 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 	d.commits.Submit(len(ev.Object)+len(ev.OldObject), func(tx *state.Tx) error {
 		evs := []*event.Event{ev}
 		var known restart.Known
-		if compare && !l.baselineOnly(tx, res, ev.UID) {
+		if compare && !l.baselineOnly(tx, res, ev) {
 			var err error
 			if known, err = l.known(tx, res, ev); err != nil {
 				return err

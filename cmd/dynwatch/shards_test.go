@@ -35,6 +35,12 @@ type shardSet struct {
 
 func startShards(t *testing.T, env *testenv.Env, dir, ns string, count int) *shardSet {
 	t.Helper()
+	return startShardsWith(t, env, dir, ns, count, "")
+}
+
+// startShardsWith is startShards with extra top-level config lines.
+func startShardsWith(t *testing.T, env *testenv.Env, dir, ns string, count int, extra string) *shardSet {
+	t.Helper()
 	s := &shardSet{}
 	for i := range count {
 		// The same config but for state.path: a pod's own volume.
@@ -49,7 +55,7 @@ shards: {count: %d}
 actions: [{name: out, log: {}}]
 rules:
   - {name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], on: [add, update, delete], actions: [out]}
-`, filepath.Join(own, "state.db"), count, ns))
+%s`, filepath.Join(own, "state.db"), count, ns, extra))
 		p := startProcWith(t, func(c *exec.Cmd) {
 			c.Env = append(c.Environ(), fmt.Sprintf("POD_NAME=dynwatch-%d", i))
 		}, "run", "--config", cfg, "--kubeconfig", env.Kubeconfig)

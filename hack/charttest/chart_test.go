@@ -63,6 +63,9 @@ var renderings = []rendering{
 			t.Errorf("shards.count=3: no POD_NAME from the downward API: %s", pod)
 		}
 		cfg := renderedConfig(t, objs) + "\n"
+		if p, _, _ := unstructured.NestedStringMap(w.Object, "spec", "persistentVolumeClaimRetentionPolicy"); p["whenScaled"] != "Delete" || p["whenDeleted"] != "Retain" {
+			t.Errorf("shards.count=3: persistentVolumeClaimRetentionPolicy %v, want whenScaled Delete (a scaled-away shard's state must go), whenDeleted Retain", p)
+		}
 		if !strings.Contains(cfg, "shards:\n  count: 3\n") || strings.Contains(cfg, "index") {
 			t.Errorf("shards.count=3: the config must have shards.count 3 and no index (each pod's comes from POD_NAME):\n%s", cfg)
 		}
