@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,6 +43,9 @@ import (
 //	HEAP <bytes>  live heap after a GC, less what it held before it began
 //	LAT <ns>      one update seen, ns after the parent wrote it
 //	CPU <ns>      its CPU time so far, on the parent's "CPU" line on stdin
+//	STAT <goroutines> <bytes>  on "STAT": goroutines and live heap (after a GC)
+//	REQS <discovery> <resources> <goroutines>  dynwatch, after HEAP: discovery
+//	              requests so far, resources listed or watched, goroutines
 //
 // and exits when its stdin closes.
 type child struct {
@@ -52,6 +55,8 @@ type child struct {
 
 	mu  sync.Mutex
 	out io.Writer
+	// reqs counts dynwatch's requests (nil in other modes).
+	reqs *requestCounter
 }
 
 func (c *child) say(format string, args ...any) {
@@ -108,6 +113,10 @@ func runChild(c *child) error {
 		if c.profile != "" {
 			writeHeap(c.profile + "/" + c.mode + c.suffix() + ".heap")
 		}
+		if c.reqs != nil {
+			disc, res := c.reqs.counts()
+			c.say("REQS %d %d %d", disc, res, runtime.NumGoroutine())
+		}
 	}
 	run := map[string]func(context.Context, *rest.Config, func()) error{
 		"list": c.list, "watchlist": c.watchList, "dynamic": c.dynamicInformer, "typed": c.typedInformer, "rawwatch": c.rawWatch, "dynwatch": c.dynwatch,
@@ -120,8 +129,12 @@ func runChild(c *child) error {
 	go func() {
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {
-			if sc.Text() == "CPU" {
+			switch sc.Text() {
+			case "CPU":
 				c.say("CPU %d", cpuTime().Nanoseconds())
+			case "STAT":
+				h := liveHeap()
+				c.say("STAT %d %d", runtime.NumGoroutine(), h)
 			}
 		}
 		cancel()
@@ -207,7 +220,7 @@ func runInformer(ctx context.Context, f factory, hasSynced cache.InformerSynced,
 }
 
 // typedInformer is what a watcher built for one kind does (kubewatch): a
-// clientset shared informer that speaks protobuf. Deployments only.
+// clientset shared informer that speaks protobuf. Deployments and ConfigMaps.
 func (c *child) typedInformer(ctx context.Context, cfg *rest.Config, synced func()) error {
 	pc := rest.CopyConfig(cfg)
 	pc.ContentType = "application/vnd.kubernetes.protobuf"
@@ -218,8 +231,13 @@ func (c *child) typedInformer(ctx context.Context, cfg *rest.Config, synced func
 	}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(c.ns))
 	inf := f.Apps().V1().Deployments().Informer()
+	if c.v.name == "configmaps" {
+		inf = f.Core().V1().ConfigMaps().Informer()
+	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
-		c.latency(obj.(*appsv1.Deployment).Annotations[latencyAnnotation])
+		if m, err := meta.Accessor(obj); err == nil {
+			c.latency(m.GetAnnotations()[latencyAnnotation])
+		}
 	}})
 	return runInformer(ctx, f, inf.HasSynced, synced)
 }
@@ -256,12 +274,18 @@ func (c *child) dynwatch(ctx context.Context, cfg *rest.Config, synced func()) e
 	if c.state != "" {
 		config += fmt.Sprintf("state: {path: %s}\n", c.state)
 	}
-	config += fmt.Sprintf("actions: [{name: out, log: {}}]\nrules: [{name: bench, resources: [{group: %q, resource: %s}], namespaces: [%s], actions: [out]}]\n",
-		c.v.gvr.Group, c.v.gvr.Resource, c.ns)
+	sel := fmt.Sprintf("{group: %q, resource: %s}", c.v.gvr.Group, c.v.gvr.Resource)
+	if c.v.name == manyCRDs.name {
+		sel = `{resource: "*"}` // every resource: the built-in ones and the many definitions
+	}
+	config += fmt.Sprintf("actions: [{name: out, log: {}}]\nrules: [{name: bench, resources: [%s], namespaces: [%s], actions: [out]}]\n", sel, c.ns)
 	file, err := plan.Parse("bench.yaml", []byte(config))
 	if err != nil {
 		return err
 	}
+	c.reqs = &requestCounter{resources: map[string]bool{}}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(c.reqs.wrap)
 	raw, err := dyninformer.NewClient(cfg)
 	if err != nil {
 		return err

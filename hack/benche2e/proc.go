@@ -21,10 +21,14 @@ type proc struct {
 	stdin  io.WriteCloser
 	synced chan struct{} // closed on HEAP, which follows SYNCED
 	cpus   chan time.Duration
+	stats  chan [2]int64
 	exited chan struct{}
 
 	sync time.Duration
 	heap int64
+	// From REQS (dynwatch): discovery requests and resources watched by
+	// the initial sync, and goroutines then.
+	discovery, resources, goroutines int64
 
 	mu  sync.Mutex
 	lat []time.Duration
@@ -45,7 +49,7 @@ func start(mode, kubeconfig string, v variant, ns, state, profile string) (*proc
 	if err != nil {
 		return nil, err
 	}
-	p := &proc{name: mode, cmd: cmd, stdin: stdin, synced: make(chan struct{}), cpus: make(chan time.Duration, 1), exited: make(chan struct{})}
+	p := &proc{name: mode, cmd: cmd, stdin: stdin, synced: make(chan struct{}), cpus: make(chan time.Duration, 1), stats: make(chan [2]int64, 1), exited: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -57,8 +61,15 @@ func (p *proc) read(r io.Reader) {
 	defer close(p.exited)
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		word, arg, _ := strings.Cut(sc.Text(), " ")
-		n, _ := strconv.ParseInt(arg, 10, 64)
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 {
+			continue
+		}
+		word, args := f[0], make([]int64, len(f)-1)
+		for i, a := range f[1:] {
+			args[i], _ = strconv.ParseInt(a, 10, 64)
+		}
+		n := args[0]
 		switch word {
 		case "SYNCED":
 			p.sync = time.Duration(n)
@@ -71,6 +82,14 @@ func (p *proc) read(r io.Reader) {
 			p.mu.Unlock()
 		case "CPU":
 			p.cpus <- time.Duration(n)
+		case "STAT":
+			if len(args) == 2 {
+				p.stats <- [2]int64{args[0], args[1]}
+			}
+		case "REQS":
+			if len(args) == 3 {
+				p.discovery, p.resources, p.goroutines = args[0], args[1], args[2]
+			}
 		}
 	}
 }
@@ -101,6 +120,19 @@ func (p *proc) cpuNow() (time.Duration, error) {
 	}
 }
 
+// stat asks the child for its goroutines and live heap.
+func (p *proc) stat() (goroutines, heap int64, err error) {
+	if _, err := io.WriteString(p.stdin, "STAT\n"); err != nil {
+		return 0, 0, err
+	}
+	select {
+	case s := <-p.stats:
+		return s[0], s[1], nil
+	case <-time.After(30 * time.Second):
+		return 0, 0, errors.New(p.name + " did not report its goroutines and heap")
+	}
+}
+
 func (p *proc) latencies() []time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -110,8 +142,18 @@ func (p *proc) latencies() []time.Duration {
 // stop closes the child's stdin, which ends it, and reads its rusage.
 func (p *proc) stop() error {
 	_ = p.stdin.Close()
+	if p.name == "peer" {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
 	done := make(chan error, 1)
-	go func() { <-p.exited; done <- p.cmd.Wait() }()
+	go func() {
+		<-p.exited
+		if p.name == "peer" { // its Wait is the one that closed exited
+			done <- nil
+			return
+		}
+		done <- p.cmd.Wait()
+	}()
 	var err error
 	select {
 	case err = <-done:
