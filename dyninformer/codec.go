@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/tidwall/gjson"
 )
@@ -137,37 +135,6 @@ func decodeStatusInPlaceOfList(data []byte) (runtime.Object, *schema.GroupVersio
 	return st, nil, nil
 }
 
-var eventTypes = []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error}
-
-// decodeWatchEvent reads a watch frame's type and the span of its object;
-// into.Object.Raw is a slice of frame, which the watch decoder turns into an
-// Object (a copy) before the next frame is read.
-func decodeWatchEvent(frame []byte, into *metav1.WatchEvent) error {
-	var obj gjson.Result
-	typ := ""
-	gjson.Result{Type: gjson.JSON, Raw: str(frame)}.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "type":
-			typ = v.Str
-		case "object":
-			obj = v
-		}
-		return true
-	})
-	// typ is a view of frame, which the next frame overwrites: keep the
-	// constant that equals it.
-	i := slices.Index(eventTypes, watch.EventType(typ))
-	if i < 0 {
-		return fmt.Errorf("watch event of unknown type %q", typ)
-	}
-	into.Type = string(eventTypes[i])
-	if !obj.IsObject() {
-		return errors.New("watch event without an object")
-	}
-	into.Object = runtime.RawExtension{Raw: frame[obj.Index : obj.Index+len(obj.Raw)]}
-	return nil
-}
-
 // parseList reads a list page: its metadata, and every item as an Object, in
 // one pass over the items. Items of lists of built-in types have no kind or
 // apiVersion; they get the list's (kind without "List").
@@ -268,7 +235,8 @@ func (p *scanner) open(c byte) bool {
 	return false
 }
 
-// key reads the next member's key; false at the end of the object.
+// key reads the next member's key, a view of b unless it has escapes; false
+// at the end of the object.
 func (p *scanner) key() (string, bool) {
 	p.skipSpace()
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
@@ -286,13 +254,7 @@ func (p *scanner) key() (string, bool) {
 		return "", false
 	}
 	p.i = e
-	k := p.b[s+1 : e-1]
-	if bytes.IndexByte(k, '\\') >= 0 {
-		var u string
-		_ = json.Unmarshal(p.b[s:e], &u)
-		return u, true
-	}
-	return string(k), true
+	return stringValue(p.b[s:e], false), true
 }
 
 // value skips the next value and returns its span.
