@@ -307,6 +307,19 @@ func skipValue(b []byte, i int) int {
 	for i < len(b) {
 		switch c := b[i]; c {
 		case '"':
+			// Most strings are short and have no escapes: a loop here
+			// costs less than skipString's calls.
+			j, short := i+1, min(len(b), i+1+shortString)
+			for j < short && b[j] != '"' && b[j] != '\\' {
+				j++
+			}
+			if j < short && b[j] == '"' {
+				i = j + 1
+				if depth == 0 {
+					return i
+				}
+				continue
+			}
 			e := skipString(b, i+1)
 			if e < 0 {
 				return -1
@@ -344,6 +357,25 @@ func skipString(b []byte, i int) int {
 	return e
 }
 
+// shortString is how far quote looks byte by byte before it calls
+// IndexByte: most strings of an object (keys, managedFields, metadata) are
+// shorter, and for them the call costs more than the loop.
+const shortString = 16
+
+// quote returns the index of the first '"' in b from i, or len(b) and false.
+func quote(b []byte, i int) (int, bool) {
+	lim := min(len(b), i+shortString)
+	for j := i; j < lim; j++ {
+		if b[j] == '"' {
+			return j, true
+		}
+	}
+	if q := bytes.IndexByte(b[lim:], '"'); q >= 0 {
+		return lim + q, true
+	}
+	return len(b), false
+}
+
 // stringEnd goes on with a string whose contents resume at b[i]; escaped says
 // that an odd run of backslashes ends just before b[i]. It returns the index
 // after the closing quote, or -1 and whether the end of b is escaped when the
@@ -352,11 +384,7 @@ func skipString(b []byte, i int) int {
 // backslashes.
 func stringEnd(b []byte, i int, escaped bool) (int, bool) {
 	for {
-		q := bytes.IndexByte(b[i:], '"')
-		stop := len(b)
-		if q >= 0 {
-			stop = i + q
-		}
+		stop, found := quote(b, i)
 		// The quote ends the string unless an odd number of backslashes
 		// precedes it; a run that goes back to i continues the one before.
 		n := 0
@@ -367,7 +395,7 @@ func stringEnd(b []byte, i int, escaped bool) (int, bool) {
 			escaped = false
 		}
 		escaped = escaped != (n%2 == 1)
-		if q < 0 {
+		if !found {
 			return -1, escaped
 		}
 		if !escaped {

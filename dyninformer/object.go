@@ -176,7 +176,8 @@ func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
 		return nil, errors.New("not a JSON object")
 	}
 	p := &scanner{b: src, i: open + 1}
-	md := [2]int{-1, -1}
+	o := &Object{}
+	md, cut := [2]int{-1, -1}, [2]int{-1, -1}
 	hasKind, hasAPIVersion := false, false
 	// kind and apiVersion come before metadata when they are there at all: Go's
 	// encoders write TypeMeta first, and an unstructured object's keys sorted.
@@ -185,7 +186,15 @@ func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
 		if !ok {
 			break
 		}
-		s, e := p.value()
+		if key == "metadata" {
+			p.skipSpace()
+			if p.i < len(src) && src[p.i] == '{' {
+				md[0] = p.i
+				cut = readMetadata(p, o) // and finds its end, in one pass
+			}
+			break
+		}
+		p.value()
 		if p.err != nil {
 			break
 		}
@@ -194,15 +203,11 @@ func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
 			hasKind = true
 		case "apiVersion":
 			hasAPIVersion = true
-		case "metadata":
-			md = [2]int{s, e}
 		}
 	}
-	if md[0] < 0 || src[md[0]] != '{' {
+	if md[0] < 0 || p.err != nil {
 		return nil, errors.New("object without metadata")
 	}
-	o := &Object{}
-	cut := readMetadata(src[:md[1]], md[0], o)
 	var prefix []byte
 	if !hasKind && kind != "" {
 		prefix = append(appendJSONString(append(prefix, `"kind":`...), kind), ',')
@@ -215,11 +220,13 @@ func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
 }
 
 // readMetadata reads name, namespace, uid and resourceVersion (copies) of the
-// metadata object at b[open] into o, and returns the span of its
-// managedFields member, key to value ({-1, -1} if it has none).
-func readMetadata(b []byte, open int, o *Object) [2]int {
+// metadata object at m's position into o, and returns the span of its
+// managedFields member, key to value ({-1, -1} if it has none). m is left
+// after the object, or with its error.
+func readMetadata(m *scanner, o *Object) [2]int {
 	cut := [2]int{-1, -1}
-	m := &scanner{b: b, i: open + 1}
+	b := m.b
+	m.i++ // the '{'
 	for {
 		m.skipSpace()
 		k := m.i
