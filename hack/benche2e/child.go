@@ -120,6 +120,10 @@ func runChild(c *child) error {
 	}
 	run := map[string]func(context.Context, *rest.Config, func()) error{
 		"list": c.list, "watchlist": c.watchList, "dynamic": c.dynamicInformer, "typed": c.typedInformer, "rawwatch": c.rawWatch, "dynwatch": c.dynwatch,
+		"dynwatch-nogzip": func(ctx context.Context, cfg *rest.Config, synced func()) error {
+			cfg.DisableCompression = true // what gunzip costs, on loopback
+			return c.dynwatch(ctx, cfg, synced)
+		},
 	}[c.mode]
 	if run == nil {
 		return fmt.Errorf("unknown mode %q", c.mode)

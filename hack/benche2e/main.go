@@ -247,6 +247,7 @@ func syncRuns(statePath string) []syncRun {
 		{"client-go dynamic informer", "dynamic", ""},
 		{"client-go typed informer (protobuf)", "typed", ""},
 		{"dynwatch", "dynwatch", ""},
+		{"dynwatch, compression off", "dynwatch-nogzip", ""},
 		{"dynwatch, state (first start)", "dynwatch", statePath},
 		{"dynwatch, state (restart)", "dynwatch", statePath},
 	}

@@ -121,6 +121,10 @@ func (r *result) printRatios(o options) {
 		}
 	}
 	rows = append(rows[:4:4], append(against, rows[4:]...)...)
+	if off := r.sync("dynwatch, compression off"); off.cpu > 0 {
+		fmt.Printf("\nCompression off (DisableCompression, loopback): CPU %.2f×, peak RSS %.2f×, initial sync %.2f× dynwatch's with it on; on a network the %s of JSON would cross uncompressed.\n",
+			float64(off.cpu)/float64(dw.cpu), float64(off.rss)/float64(dw.rss), float64(off.sync)/float64(dw.sync), mb(r.jsonBytes))
+	}
 	printGoals(rows)
 	fmt.Printf("State costs %.0f µs of CPU per event over no state (a burst of %d; the store's writes and fsyncs).\n\n",
 		(perEvent(stated)-perEvent(live))/1e3, o.burst)
