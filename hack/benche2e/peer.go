@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,13 +21,14 @@ func startPeer(path, args, kubeconfig, ns string) (*proc, error) {
 		argv = append(argv, strings.NewReplacer("{kubeconfig}", kubeconfig, "{ns}", ns).Replace(a))
 	}
 	cmd := exec.Command(path, argv...)
-	cmd.Stdout, cmd.Stderr = nil, nil // discarded: a peer's own logs
+	tail := &tailBuffer{}
+	cmd.Stdout, cmd.Stderr = nil, tail // a peer's own logs: their end, should it fail
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	p := &proc{name: "peer", cmd: cmd, stdin: stdin, synced: make(chan struct{}), exited: make(chan struct{})}
+	p := &proc{name: "peer", cmd: cmd, stdin: stdin, synced: make(chan struct{}), exited: make(chan struct{}), logs: tail}
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -75,4 +77,26 @@ func procCPU(pid int) int64 {
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return u + st
+}
+
+// tailBuffer keeps the last 2 KB written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2048 {
+		t.buf = t.buf[len(t.buf)-2048:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
 }

@@ -30,6 +30,8 @@ type proc struct {
 	// the initial sync, and goroutines then.
 	discovery, resources, goroutines int64
 
+	logs fmt.Stringer // a peer's last logs, for errors
+
 	mu  sync.Mutex
 	lat []time.Duration
 
@@ -100,6 +102,9 @@ func (p *proc) waitSynced(timeout time.Duration) error {
 		return nil
 	case <-p.exited:
 		_ = p.cmd.Wait()
+		if p.logs != nil {
+			return fmt.Errorf("%s exited before its initial sync: %s", p.name, p.logs)
+		}
 		return fmt.Errorf("%s exited before its initial sync", p.name)
 	case <-time.After(timeout):
 		_ = p.cmd.Process.Kill()

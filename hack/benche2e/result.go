@@ -80,6 +80,9 @@ func (r *result) print(o options) {
 		if strings.HasPrefix(s.label, "raw ") {
 			heap = "(keeps nothing)"
 		}
+		if strings.HasPrefix(s.label, "peer ") {
+			heap = "(not known)"
+		}
 		fmt.Printf("| %s | %s | %s | %s | %s |\n", s.label, secs(s.sync), mb(s.rss), secs(s.cpu), heap)
 	}
 	fmt.Printf("\n| process (side by side) | latency p50 (%d updates, %s apart) | p99 | CPU per event (a burst of %d) |\n|---|---|---|---|\n", o.updates, o.interval, o.burst)
