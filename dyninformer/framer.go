@@ -108,46 +108,65 @@ func (f *frameReader) scanFrame() (int, bool) {
 		}
 		f.pos = f.start
 	}
-	for i := f.pos; i < f.end; {
-		if f.inString {
-			e, escaped := stringEnd(b, i, f.escaped)
-			if e < 0 {
-				f.escaped = escaped
-				f.pos = f.end
-				return 0, false
-			}
-			f.inString, f.escaped = false, false
-			i = e
-			continue
+	i := f.pos
+	if f.inString { // the string the last read ended in
+		e, escaped := stringEnd(b, i, f.escaped)
+		if e < 0 {
+			f.escaped = escaped
+			f.pos = f.end
+			return 0, false
 		}
+		f.inString, f.escaped = false, false
+		i = e
+	}
+	// The scan state lives in locals in the loop, and goes back to f when
+	// it returns.
+	depth, commas, closed := f.depth, f.commas, f.closed
+	for ; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			f.inString = true
+			// Most strings are short and have no escapes: a loop here costs
+			// less than stringEnd's calls.
+			j, short := i+1, min(len(b), i+1+shortString)
+			for j < short && b[j] != '"' && b[j] != '\\' {
+				j++
+			}
+			if j < short && b[j] == '"' {
+				i = j
+				continue
+			}
+			e, escaped := stringEnd(b, i+1, false)
+			if e < 0 {
+				f.inString, f.escaped = true, escaped
+				f.pos, f.depth, f.commas, f.closed = len(b), depth, commas, closed
+				return 0, false
+			}
+			i = e - 1
 		case '{', '[':
-			f.depth++
+			depth++
 		case '}', ']':
-			f.depth--
-			if f.depth == 0 {
+			depth--
+			if depth == 0 {
+				f.pos, f.depth, f.commas, f.closed = i+1, depth, commas, closed
 				return i + 1, true
 			}
-			if f.depth == 1 {
-				f.closed = i + 1 - f.start
+			if depth == 1 {
+				closed = i + 1 - f.start
 			}
 		case ',':
-			if f.depth == 1 {
-				f.commas++
+			if depth == 1 {
+				commas++
 			}
 		case ' ', '\n', '\r', '\t', ':':
 		default:
-			if f.depth == 0 {
+			if depth == 0 {
 				f.err = fmt.Errorf("watch stream: expected a JSON object, got %q", b[i])
-				f.pos = i
+				f.pos, f.depth, f.commas, f.closed = i, depth, commas, closed
 				return 0, false
 			}
 		}
-		i++
 	}
-	f.pos = f.end
+	f.pos, f.depth, f.commas, f.closed = len(b), depth, commas, closed
 	return 0, false
 }
 
