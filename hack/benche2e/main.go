@@ -116,10 +116,17 @@ func run(o options) error {
 	}
 	defer os.RemoveAll(dir)
 	fmt.Printf("# dynwatch bench-e2e: %d objects per variant, %d updates; %s\n\n", o.n, o.updates, machine())
+	var failed []string
 	for _, name := range o.variants {
+		// A variant that fails is said and skipped: the others still run.
 		if err := runVariant(ctx, o, env, d, name, dir); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			say("%s: %v", name, err)
+			fmt.Printf("## %s: failed: %v\n\n", name, err)
+			failed = append(failed, name)
 		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("failed: %s", strings.Join(failed, ", "))
 	}
 	return nil
 }
