@@ -112,6 +112,7 @@ func runChild(c *child) error {
 		c.say("HEAP %d", int64(h)-int64(base))
 		if c.profile != "" {
 			writeHeap(c.profile + "/" + c.mode + c.suffix() + ".heap")
+			writeProfile("goroutine", c.profile+"/"+c.mode+c.suffix()+".goroutine")
 		}
 		if c.reqs != nil {
 			disc, res := c.reqs.counts()
@@ -389,6 +390,16 @@ func profile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
+}
+
+// writeProfile writes the named runtime profile to path.
+func writeProfile(name, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = pprof.Lookup(name).WriteTo(f, 0)
 }
 
 func writeHeap(path string) {

@@ -91,7 +91,14 @@ func runManyCRDs(ctx context.Context, o options, env *testenv.Env, d dynamic.Int
 		return err
 	}
 	say("crds: served after %s", time.Since(began).Round(time.Second))
-	rs, err := syncAll(o, env, manyCRDs, ns, []syncRun{{"dynwatch, a rule on every resource", "dynwatch", ""}})
+	at := o
+	if o.profile != "" {
+		at.profile = o.profile + "/crds"
+		if err := mkdir(at.profile); err != nil {
+			return err
+		}
+	}
+	rs, err := syncAll(at, env, manyCRDs, ns, []syncRun{{"dynwatch, a rule on every resource", "dynwatch", ""}})
 	if err != nil {
 		return err
 	}
