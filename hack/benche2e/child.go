@@ -12,6 +12,7 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -43,6 +44,7 @@ import (
 //	HEAP <bytes>  live heap after a GC, less what it held before it began
 //	LAT <ns>      one update seen, ns after the parent wrote it
 //	CPU <ns>      its CPU time so far, on the parent's "CPU" line on stdin
+//	RSS <bytes>   its peak RSS (VmHWM), as it exits
 //	STAT <goroutines> <bytes>  on "STAT": goroutines and live heap (after a GC)
 //	REQS <discovery> <resources> <goroutines>  dynwatch, after HEAP: discovery
 //	              requests so far, resources listed or watched, goroutines
@@ -144,7 +146,26 @@ func runChild(c *child) error {
 		}
 		cancel()
 	}()
-	return <-errc
+	err = <-errc
+	// Its own peak RSS: the rusage's counts the parent's memory at the fork.
+	c.say("RSS %d", peakRSS("self"))
+	return err
+}
+
+// peakRSS is the high-water mark of a process's resident memory (VmHWM, of
+// the memory it has had since its exec), in bytes; 0 if it cannot be read.
+func peakRSS(pid string) int64 {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
 }
 
 // list reads every page of the objects as bytes, as a client that decodes

@@ -35,7 +35,12 @@ type proc struct {
 	mu  sync.Mutex
 	lat []time.Duration
 
-	// From the process's rusage once it has exited.
+	// ownRSS is the peak RSS the process reported (children) or that was
+	// read before it was stopped (a peer): its own. The rusage's maxrss is
+	// not, on Linux: it is at least the parent's RSS when it forked.
+	ownRSS int64
+
+	// From the process's rusage once it has exited; rss is ownRSS when known.
 	rss int64 // bytes
 	cpu time.Duration
 }
@@ -88,6 +93,8 @@ func (p *proc) read(r io.Reader) {
 			if len(args) == 2 {
 				p.stats <- [2]int64{args[0], args[1]}
 			}
+		case "RSS":
+			p.ownRSS = n
 		case "REQS":
 			if len(args) == 3 {
 				p.discovery, p.resources, p.goroutines = args[0], args[1], args[2]
@@ -146,6 +153,9 @@ func (p *proc) latencies() []time.Duration {
 
 // stop closes the child's stdin, which ends it, and reads its rusage.
 func (p *proc) stop() error {
+	if p.name == "peer" {
+		p.ownRSS = peakRSS(strconv.Itoa(p.cmd.Process.Pid))
+	}
 	_ = p.stdin.Close()
 	if p.name == "peer" {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
@@ -171,6 +181,9 @@ func (p *proc) stop() error {
 	}
 	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		p.rss = ru.Maxrss * 1024
+		if p.ownRSS > 0 {
+			p.rss = p.ownRSS
+		}
 		p.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	return err
