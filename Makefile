@@ -54,7 +54,7 @@ demo: testenv build ## run dynwatch against a local API server with a demo CRD; 
 bench: ## Go benchmarks of the hot paths, 6 runs each; compare implementations with: benchstat -col /impl FILE
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./dyninformer/ ./rules/ ./payload/ ./state/ ./watcher/ ./action/
 
-bench-e2e: testenv ## dynwatch against a raw LIST, a dynamic informer and a raw watch on a local API server; BENCH_E2E_FLAGS="-n 10000 -variants deployments,crd"
+bench-e2e: testenv ## dynwatch against the floor (raw LIST, watch-list stream, raw watch), a dynamic and a typed protobuf informer on a local API server, the goals as ratios; BENCH_E2E_FLAGS="-n 10000 -curve 1000,10000,100000 -crds 300 -idle-window 5m -variants deployments,configmaps,crds,idle -peer PATH -profile DIR"
 	DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) $(GO) run ./hack/benche2e $(BENCH_E2E_FLAGS)
 
 fuzz: ## fuzz the config loader (and the RBAC rbac prints for it), tail's --where parser and the informers' JSON splitters for a minute each

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +14,8 @@ import (
 	serializerjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	restclientwatch "k8s.io/client-go/rest/watch"
+
+	"github.com/dynwatch/dynwatch/event"
 )
 
 // BenchmarkDecodeListPage decodes a page of 500 Deployments as dynwatch's
@@ -90,4 +93,25 @@ func BenchmarkDecodeWatchEvent(b *testing.B) {
 		frames := serializerjson.NewSerializerWithOptions(serializerjson.DefaultMetaFactory, scheme, scheme, serializerjson.SerializerOptions{})
 		decode(b, serializerjson.Framer, frames, unstructured.UnstructuredJSONScheme)
 	})
+}
+
+// BenchmarkHandOver turns an informer's update into an Event, as every add,
+// update and delete is:
+//
+//	go test ./dyninformer -run '^$' -bench HandOver -benchmem -count 6
+func BenchmarkHandOver(b *testing.B) {
+	m := &Manager{now: time.Now}
+	e := &entry{watch: Watch{}}
+	old, err := parseObject([]byte(benchDeployment(1, true)), "", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cur := *old
+	cur.resourceVersion = "changed"
+	b.ReportAllocs()
+	for b.Loop() {
+		if ev := m.event(e, event.Update, &cur, old); ev == nil || ev.Name != old.name {
+			b.Fatal(ev)
+		}
+	}
 }

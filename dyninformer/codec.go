@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/tidwall/gjson"
 )
@@ -137,37 +135,6 @@ func decodeStatusInPlaceOfList(data []byte) (runtime.Object, *schema.GroupVersio
 	return st, nil, nil
 }
 
-var eventTypes = []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error}
-
-// decodeWatchEvent reads a watch frame's type and the span of its object;
-// into.Object.Raw is a slice of frame, which the watch decoder turns into an
-// Object (a copy) before the next frame is read.
-func decodeWatchEvent(frame []byte, into *metav1.WatchEvent) error {
-	var obj gjson.Result
-	typ := ""
-	gjson.Result{Type: gjson.JSON, Raw: str(frame)}.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "type":
-			typ = v.Str
-		case "object":
-			obj = v
-		}
-		return true
-	})
-	// typ is a view of frame, which the next frame overwrites: keep the
-	// constant that equals it.
-	i := slices.Index(eventTypes, watch.EventType(typ))
-	if i < 0 {
-		return fmt.Errorf("watch event of unknown type %q", typ)
-	}
-	into.Type = string(eventTypes[i])
-	if !obj.IsObject() {
-		return errors.New("watch event without an object")
-	}
-	into.Object = runtime.RawExtension{Raw: frame[obj.Index : obj.Index+len(obj.Raw)]}
-	return nil
-}
-
 // parseList reads a list page: its metadata, and every item as an Object, in
 // one pass over the items. Items of lists of built-in types have no kind or
 // apiVersion; they get the list's (kind without "List").
@@ -268,7 +235,8 @@ func (p *scanner) open(c byte) bool {
 	return false
 }
 
-// key reads the next member's key; false at the end of the object.
+// key reads the next member's key, a view of b unless it has escapes; false
+// at the end of the object.
 func (p *scanner) key() (string, bool) {
 	p.skipSpace()
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
@@ -286,13 +254,7 @@ func (p *scanner) key() (string, bool) {
 		return "", false
 	}
 	p.i = e
-	k := p.b[s+1 : e-1]
-	if bytes.IndexByte(k, '\\') >= 0 {
-		var u string
-		_ = json.Unmarshal(p.b[s:e], &u)
-		return u, true
-	}
-	return string(k), true
+	return stringValue(p.b[s:e], false), true
 }
 
 // value skips the next value and returns its span.
@@ -345,6 +307,19 @@ func skipValue(b []byte, i int) int {
 	for i < len(b) {
 		switch c := b[i]; c {
 		case '"':
+			// Most strings are short and have no escapes: a loop here
+			// costs less than skipString's calls.
+			j, short := i+1, min(len(b), i+1+shortString)
+			for j < short && b[j] != '"' && b[j] != '\\' {
+				j++
+			}
+			if j < short && b[j] == '"' {
+				i = j + 1
+				if depth == 0 {
+					return i
+				}
+				continue
+			}
 			e := skipString(b, i+1)
 			if e < 0 {
 				return -1
@@ -382,6 +357,25 @@ func skipString(b []byte, i int) int {
 	return e
 }
 
+// shortString is how far quote looks byte by byte before it calls
+// IndexByte: most strings of an object (keys, managedFields, metadata) are
+// shorter, and for them the call costs more than the loop.
+const shortString = 16
+
+// quote returns the index of the first '"' in b from i, or len(b) and false.
+func quote(b []byte, i int) (int, bool) {
+	lim := min(len(b), i+shortString)
+	for j := i; j < lim; j++ {
+		if b[j] == '"' {
+			return j, true
+		}
+	}
+	if q := bytes.IndexByte(b[lim:], '"'); q >= 0 {
+		return lim + q, true
+	}
+	return len(b), false
+}
+
 // stringEnd goes on with a string whose contents resume at b[i]; escaped says
 // that an odd run of backslashes ends just before b[i]. It returns the index
 // after the closing quote, or -1 and whether the end of b is escaped when the
@@ -390,11 +384,7 @@ func skipString(b []byte, i int) int {
 // backslashes.
 func stringEnd(b []byte, i int, escaped bool) (int, bool) {
 	for {
-		q := bytes.IndexByte(b[i:], '"')
-		stop := len(b)
-		if q >= 0 {
-			stop = i + q
-		}
+		stop, found := quote(b, i)
 		// The quote ends the string unless an odd number of backslashes
 		// precedes it; a run that goes back to i continues the one before.
 		n := 0
@@ -405,7 +395,7 @@ func stringEnd(b []byte, i int, escaped bool) (int, bool) {
 			escaped = false
 		}
 		escaped = escaped != (n%2 == 1)
-		if q < 0 {
+		if !found {
 			return -1, escaped
 		}
 		if !escaped {

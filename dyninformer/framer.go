@@ -30,6 +30,11 @@ type frameReader struct {
 	scanned int
 	rest    []byte // the part of the last frame that did not fit
 	err     error
+	// What the scan saw of the frame at start, offsets from start: commas
+	// between its members, and the end of the last container that closed
+	// as one of its members' values (0: none yet).
+	commas, closed int
+	alt            []byte // an unvouched frame, a space before it
 }
 
 func (f *frameReader) Close() error { return f.r.Close() }
@@ -61,7 +66,11 @@ func (f *frameReader) next() ([]byte, error) {
 	for {
 		if e, ok := f.scan(); ok {
 			frame := f.buf[f.start:e]
-			f.start, f.pos, f.depth = e, e, 0
+			if !f.lastIsContainer(frame) {
+				f.alt = append(append(f.alt[:0], ' '), frame...)
+				frame = f.alt
+			}
+			f.start, f.pos, f.depth, f.commas, f.closed = e, e, 0, 0, 0
 			return frame, nil
 		}
 		if f.err != nil {
@@ -99,40 +108,85 @@ func (f *frameReader) scanFrame() (int, bool) {
 		}
 		f.pos = f.start
 	}
-	for i := f.pos; i < f.end; {
-		if f.inString {
-			e, escaped := stringEnd(b, i, f.escaped)
-			if e < 0 {
-				f.escaped = escaped
-				f.pos = f.end
-				return 0, false
-			}
-			f.inString, f.escaped = false, false
-			i = e
-			continue
+	i := f.pos
+	if f.inString { // the string the last read ended in
+		e, escaped := stringEnd(b, i, f.escaped)
+		if e < 0 {
+			f.escaped = escaped
+			f.pos = f.end
+			return 0, false
 		}
+		f.inString, f.escaped = false, false
+		i = e
+	}
+	// The scan state lives in locals in the loop, and goes back to f when
+	// it returns.
+	depth, commas, closed := f.depth, f.commas, f.closed
+	for ; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			f.inString = true
+			// Most strings are short and have no escapes: a loop here costs
+			// less than stringEnd's calls.
+			j, short := i+1, min(len(b), i+1+shortString)
+			for j < short && b[j] != '"' && b[j] != '\\' {
+				j++
+			}
+			if j < short && b[j] == '"' {
+				i = j
+				continue
+			}
+			e, escaped := stringEnd(b, i+1, false)
+			if e < 0 {
+				f.inString, f.escaped = true, escaped
+				f.pos, f.depth, f.commas, f.closed = len(b), depth, commas, closed
+				return 0, false
+			}
+			i = e - 1
 		case '{', '[':
-			f.depth++
+			depth++
 		case '}', ']':
-			f.depth--
-			if f.depth == 0 {
+			depth--
+			if depth == 0 {
+				f.pos, f.depth, f.commas, f.closed = i+1, depth, commas, closed
 				return i + 1, true
 			}
-		case ' ', '\n', '\r', '\t', ',', ':':
+			if depth == 1 {
+				closed = i + 1 - f.start
+			}
+		case ',':
+			if depth == 1 {
+				commas++
+			}
+		case ' ', '\n', '\r', '\t', ':':
 		default:
-			if f.depth == 0 {
+			if depth == 0 {
 				f.err = fmt.Errorf("watch stream: expected a JSON object, got %q", b[i])
-				f.pos = i
+				f.pos, f.depth, f.commas, f.closed = i, depth, commas, closed
 				return 0, false
 			}
 		}
-		i++
 	}
-	f.pos = f.end
+	f.pos, f.depth, f.commas, f.closed = len(b), depth, commas, closed
 	return 0, false
+}
+
+// lastIsContainer reports whether frame (an object) has two members and the
+// second's value is an object or array that nothing but space follows: a
+// watch event as the API server writes it, {"type":T,"object":{…}}. Such a
+// frame is returned as it is; any other starts with a space, which a frame
+// never does otherwise (the space between frames is skipped). The codec
+// reads an event that starts with its '{' without looking for the object's
+// end again: the frame's last '}' but one (see decodeWatchEvent).
+func (f *frameReader) lastIsContainer(frame []byte) bool {
+	if frame[0] != '{' || f.commas != 1 || f.closed == 0 {
+		return false
+	}
+	for _, c := range frame[f.closed : len(frame)-1] {
+		if !isSpace(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // fill reads more of the stream, first moving the frame in progress to the

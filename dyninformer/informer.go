@@ -149,7 +149,10 @@ func (m *Manager) event(e *entry, t event.Type, obj, oldObj any) *event.Event {
 		}
 		oldJSON = old.raw
 	}
-	return event.New(t, e.watch.Resource, o.raw, oldJSON, m.now())
+	// What event.New makes, with the metadata the Object read when it was
+	// decoded instead of reading it from the bytes again.
+	return &event.Event{Type: t, Resource: e.watch.Resource, Object: o.raw, OldObject: oldJSON,
+		Namespace: o.namespace, Name: o.name, UID: o.uid, ResourceVersion: o.resourceVersion, Time: m.now()}
 }
 
 // Resyncs returns how many resyncs (an object handed over again unchanged)

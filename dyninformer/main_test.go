@@ -204,6 +204,14 @@ func (r *oneByte) Close() error { return nil }
 // readFrame reads one frame as client-go's streaming decoder does: a fixed
 // buffer, and more Reads while they say io.ErrShortBuffer.
 func readFrame(r io.Reader, bufSize int) ([]byte, error) {
+	frame, err := readMarkedFrame(r, bufSize)
+	// The space the framer puts before a frame that is not a watch event as
+	// the API server writes it (lastIsContainer).
+	return bytes.TrimPrefix(frame, []byte(" ")), err
+}
+
+// readMarkedFrame reads one frame as the framer returns it.
+func readMarkedFrame(r io.Reader, bufSize int) ([]byte, error) {
 	var frame []byte
 	buf := make([]byte, bufSize)
 	for {

@@ -3,7 +3,6 @@ package dyninformer
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -176,43 +175,39 @@ func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
 	if open < 0 || src[open] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
-	top := gjson.Result{Type: gjson.JSON, Raw: str(src)}
-	var md gjson.Result
+	p := &scanner{b: src, i: open + 1}
+	o := &Object{}
+	md, cut := [2]int{-1, -1}, [2]int{-1, -1}
 	hasKind, hasAPIVersion := false, false
 	// kind and apiVersion come before metadata when they are there at all: Go's
 	// encoders write TypeMeta first, and an unstructured object's keys sorted.
-	top.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
+	for md[0] < 0 {
+		key, ok := p.key()
+		if !ok {
+			break
+		}
+		if key == "metadata" {
+			p.skipSpace()
+			if p.i < len(src) && src[p.i] == '{' {
+				md[0] = p.i
+				cut = readMetadata(p, o) // and finds its end, in one pass
+			}
+			break
+		}
+		p.value()
+		if p.err != nil {
+			break
+		}
+		switch key {
 		case "kind":
 			hasKind = true
 		case "apiVersion":
 			hasAPIVersion = true
-		case "metadata":
-			md = v
-			return false
 		}
-		return true
-	})
-	if !md.IsObject() {
+	}
+	if md[0] < 0 || p.err != nil {
 		return nil, errors.New("object without metadata")
 	}
-	o := &Object{}
-	cut := [2]int{-1, -1}
-	md.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "name":
-			o.name = strings.Clone(v.Str)
-		case "namespace":
-			o.namespace = strings.Clone(v.Str)
-		case "uid":
-			o.uid = strings.Clone(v.Str)
-		case "resourceVersion":
-			o.resourceVersion = strings.Clone(v.Str)
-		case "managedFields":
-			cut = [2]int{k.Index, v.Index + len(v.Raw)}
-		}
-		return true
-	})
 	var prefix []byte
 	if !hasKind && kind != "" {
 		prefix = append(appendJSONString(append(prefix, `"kind":`...), kind), ',')
@@ -222,6 +217,40 @@ func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
 	}
 	o.raw = assemble(src, open, lastNonSpace(src), prefix, widenCut(src, cut))
 	return o, nil
+}
+
+// readMetadata reads name, namespace, uid and resourceVersion (copies) of the
+// metadata object at m's position into o, and returns the span of its
+// managedFields member, key to value ({-1, -1} if it has none). m is left
+// after the object, or with its error.
+func readMetadata(m *scanner, o *Object) [2]int {
+	cut := [2]int{-1, -1}
+	b := m.b
+	m.i++ // the '{'
+	for {
+		m.skipSpace()
+		k := m.i
+		key, ok := m.key()
+		if !ok {
+			return cut
+		}
+		s, e := m.value()
+		if m.err != nil {
+			return cut
+		}
+		switch key {
+		case "name":
+			o.name = stringValue(b[s:e], true)
+		case "namespace":
+			o.namespace = stringValue(b[s:e], true)
+		case "uid":
+			o.uid = stringValue(b[s:e], true)
+		case "resourceVersion":
+			o.resourceVersion = stringValue(b[s:e], true)
+		case "managedFields":
+			cut = [2]int{k, e}
+		}
+	}
 }
 
 // appendJSONString appends s as a JSON string (Go's %q is not JSON for

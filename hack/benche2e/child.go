@@ -12,11 +12,12 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,6 +45,10 @@ import (
 //	HEAP <bytes>  live heap after a GC, less what it held before it began
 //	LAT <ns>      one update seen, ns after the parent wrote it
 //	CPU <ns>      its CPU time so far, on the parent's "CPU" line on stdin
+//	RSS <bytes>   its peak RSS (VmHWM), as it exits
+//	STAT <goroutines> <bytes>  on "STAT": goroutines and live heap (after a GC)
+//	REQS <discovery> <resources> <goroutines>  dynwatch, after HEAP: discovery
+//	              requests so far, resources listed or watched, goroutines
 //
 // and exits when its stdin closes.
 type child struct {
@@ -56,6 +61,8 @@ type child struct {
 
 	mu  sync.Mutex
 	out io.Writer
+	// reqs counts dynwatch's requests (nil in other modes).
+	reqs *requestCounter
 }
 
 func (c *child) say(format string, args ...any) {
@@ -113,10 +120,19 @@ func runChild(c *child) error {
 		c.say("HEAP %d", int64(h)-int64(base))
 		if c.profile != "" {
 			writeHeap(c.profile + "/" + c.mode + c.suffix() + ".heap")
+			writeProfile("goroutine", c.profile+"/"+c.mode+c.suffix()+".goroutine")
+		}
+		if c.reqs != nil {
+			disc, res := c.reqs.counts()
+			c.say("REQS %d %d %d", disc, res, runtime.NumGoroutine())
 		}
 	}
 	run := map[string]func(context.Context, *rest.Config, func()) error{
 		"list": c.list, "watchlist": c.watchList, "dynamic": c.dynamicInformer, "typed": c.typedInformer, "rawwatch": c.rawWatch, "dynwatch": c.dynwatch,
+		"dynwatch-nogzip": func(ctx context.Context, cfg *rest.Config, synced func()) error {
+			cfg.DisableCompression = true // what gunzip costs, on loopback
+			return c.dynwatch(ctx, cfg, synced)
+		},
 	}[c.mode]
 	if run == nil {
 		return fmt.Errorf("unknown mode %q", c.mode)
@@ -126,13 +142,36 @@ func runChild(c *child) error {
 	go func() {
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {
-			if sc.Text() == "CPU" {
+			switch sc.Text() {
+			case "CPU":
 				c.say("CPU %d", cpuTime().Nanoseconds())
+			case "STAT":
+				h := liveHeap()
+				c.say("STAT %d %d", runtime.NumGoroutine(), h)
 			}
 		}
 		cancel()
 	}()
-	return <-errc
+	err = <-errc
+	// Its own peak RSS: the rusage's counts the parent's memory at the fork.
+	c.say("RSS %d", peakRSS("self"))
+	return err
+}
+
+// peakRSS is the high-water mark of a process's resident memory (VmHWM, of
+// the memory it has had since its exec), in bytes; 0 if it cannot be read.
+func peakRSS(pid string) int64 {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
 }
 
 // list reads every page of the objects as bytes, as a client that decodes
@@ -213,7 +252,7 @@ func runInformer(ctx context.Context, f factory, hasSynced cache.InformerSynced,
 }
 
 // typedInformer is what a watcher built for one kind does (kubewatch): a
-// clientset shared informer that speaks protobuf. Deployments only.
+// clientset shared informer that speaks protobuf. Deployments and ConfigMaps.
 func (c *child) typedInformer(ctx context.Context, cfg *rest.Config, synced func()) error {
 	pc := rest.CopyConfig(cfg)
 	pc.ContentType = "application/vnd.kubernetes.protobuf"
@@ -224,8 +263,13 @@ func (c *child) typedInformer(ctx context.Context, cfg *rest.Config, synced func
 	}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(c.ns))
 	inf := f.Apps().V1().Deployments().Informer()
+	if c.v.name == "configmaps" {
+		inf = f.Core().V1().ConfigMaps().Informer()
+	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
-		c.latency(obj.(*appsv1.Deployment).Annotations[latencyAnnotation])
+		if m, err := meta.Accessor(obj); err == nil {
+			c.latency(m.GetAnnotations()[latencyAnnotation])
+		}
 	}})
 	return runInformer(ctx, f, inf.HasSynced, synced)
 }
@@ -262,15 +306,21 @@ func (c *child) dynwatch(ctx context.Context, cfg *rest.Config, synced func()) e
 	if c.state != "" {
 		config += fmt.Sprintf("state: {path: %s}\n", c.state)
 	}
+	sel := fmt.Sprintf("{group: %q, resource: %s}", c.v.gvr.Group, c.v.gvr.Resource)
+	if c.v.name == manyCRDs.name {
+		sel = `{resource: "*"}` // every resource: the built-in ones and the many definitions
+	}
 	if c.shardCount > 0 {
 		config += fmt.Sprintf("shards: {count: %d, index: %d}\n", c.shardCount, c.shardIndex)
 	}
-	config += fmt.Sprintf("actions: [{name: out, log: {}}]\nrules: [{name: bench, resources: [{group: %q, resource: %s}], namespaces: [%s], actions: [out]}]\n",
-		c.v.gvr.Group, c.v.gvr.Resource, c.ns)
+	config += fmt.Sprintf("actions: [{name: out, log: {}}]\nrules: [{name: bench, resources: [%s], namespaces: [%s], actions: [out]}]\n", sel, c.ns)
 	file, err := plan.Parse("bench.yaml", []byte(config))
 	if err != nil {
 		return err
 	}
+	c.reqs = &requestCounter{resources: map[string]bool{}}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(c.reqs.wrap)
 	raw, err := dyninformer.NewClient(cfg)
 	if err != nil {
 		return err
@@ -370,6 +420,16 @@ func profile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
+}
+
+// writeProfile writes the named runtime profile to path.
+func writeProfile(name, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = pprof.Lookup(name).WriteTo(f, 0)
 }
 
 func writeHeap(path string) {

@@ -1,10 +1,15 @@
 // Command benche2e measures dynwatch against the floor and the usual way, side
-// by side in one run on a local API server: a raw paginated LIST, a plain
-// client-go dynamic informer, and dynwatch with and without restart state
-// (sync time, peak RSS, CPU, heap per JSON byte), then the latency of updates
-// through dynwatch against a raw watch. Each is a process of its own (this
-// binary, re-run as a child), so that RSS and CPU are the process's.
-// `make bench-e2e` runs it; it asserts nothing.
+// by side in one run on a local API server: a raw paginated LIST, a raw
+// watch-list stream, a plain client-go dynamic informer, a typed protobuf
+// informer, and dynwatch with and without restart state (sync time, peak RSS,
+// CPU, heap per JSON byte), then the latency of updates through dynwatch
+// against a raw watch. Each is a process of its own (this binary, re-run as a
+// child; or -peer, another watcher), run one after the other, so that RSS and
+// CPU are the process's. Variants: Deployments; ConfigMaps at the sizes of
+// -curve; many CRDs with one object each under a rule on every resource; and
+// dynwatch idling on the Deployments for -idle-window. It prints the goals as
+// ratios from the one run, met or not; `make bench-e2e` runs it; it asserts
+// nothing.
 package main
 
 import (
@@ -13,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +41,11 @@ type options struct {
 	// shardsOnly runs nothing else.
 	shards     []int
 	shardsOnly bool
+	curve      []int
+	crds       int
+	window     time.Duration
+	peer       string
+	peerArgs   string
 }
 
 func main() {
@@ -43,7 +54,13 @@ func main() {
 	c := &child{}
 	var variantName string
 	flag.IntVar(&o.n, "n", 10000, "objects per variant")
-	flag.StringVar(&vs, "variants", "deployments,crd", "which objects: deployments (a built-in kind), crd (a custom resource of the same size)")
+	var curve string
+	flag.StringVar(&vs, "variants", "deployments,configmaps,crds,idle", "which objects: deployments (a built-in kind), crd (a custom resource of the same size), configmaps (1 KB each, at the sizes of -curve), crds (-crds definitions, one object each, a rule on every resource), idle (dynwatch on the -n Deployments for -idle-window)")
+	flag.StringVar(&curve, "curve", "1000,10000,100000", "the numbers of ConfigMaps measured, ascending")
+	flag.IntVar(&o.crds, "crds", 300, "custom resource definitions of the crds variant")
+	flag.DurationVar(&o.window, "idle-window", 5*time.Minute, "how long the idle variant measures dynwatch's CPU with the Deployments cached")
+	flag.StringVar(&o.peer, "peer", "", "another watcher binary, run on deployments and configmaps as the processes are and checked against the same goals")
+	flag.StringVar(&o.peerArgs, "peer-args", "--kubeconfig {kubeconfig} --namespace {ns}", "the peer's arguments; {kubeconfig} and {ns} are filled in")
 	flag.IntVar(&o.updates, "updates", 500, "updates made in the latency phase")
 	flag.DurationVar(&o.interval, "interval", 10*time.Millisecond, "pause between two updates")
 	flag.IntVar(&o.burst, "burst", 2000, "updates made as fast as four writers go, for the CPU per event")
@@ -62,7 +79,7 @@ func main() {
 	flag.StringVar(&c.profile, "profile", "", "write CPU and heap profiles of every measured process into this directory")
 	flag.Parse()
 	if c.mode != "" {
-		c.v = variants[variantName]
+		c.v = variantNamed(variantName)
 		if err := runChild(c); err != nil {
 			fmt.Fprintln(os.Stderr, "bench-e2e child:", err)
 			os.Exit(1)
@@ -74,6 +91,14 @@ func main() {
 		if n, err := strconv.Atoi(f); err == nil && n > 0 {
 			o.shards = append(o.shards, n)
 		}
+	}
+	for _, f := range strings.Split(curve, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintln(os.Stderr, "bench-e2e: -curve: not a number of objects:", f)
+			os.Exit(2)
+		}
+		o.curve = append(o.curve, n)
 	}
 	o.profile = c.profile
 	if err := run(o); err != nil {
@@ -105,33 +130,62 @@ func run(o options) error {
 	}
 	defer os.RemoveAll(dir)
 	fmt.Printf("# dynwatch bench-e2e: %d objects per variant, %d updates; %s\n\n", o.n, o.updates, machine())
+	var failed []string
 	for _, name := range o.variants {
-		v, ok := variants[name]
-		if !ok {
-			return fmt.Errorf("unknown variant %q", name)
+		// A variant that fails is said and skipped: the others still run.
+		if err := runVariant(ctx, o, env, d, name, dir); err != nil {
+			say("%s: %v", name, err)
+			fmt.Printf("## %s: failed: %v\n\n", name, err)
+			failed = append(failed, name)
 		}
-		if v.name == "crd" {
-			if err := installCRD(ctx, d); err != nil {
-				return err
-			}
-		}
-		ns := "bench-" + v.name
-		say("%s: creating %d objects", v.name, o.n)
-		if err := populate(ctx, d, v, ns, o.n); err != nil {
-			return err
-		}
-		if !o.shardsOnly {
-			r, err := measure(ctx, o, env, d, v, ns, filepath.Join(dir, v.name+".db"))
-			if err != nil {
-				return err
-			}
-			r.print(o)
-		}
-		if err := shardedRun(ctx, o, env, v, ns); err != nil {
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("failed: %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+func variantNamed(name string) variant {
+	switch name {
+	case manyCRDs.name:
+		return manyCRDs
+	case emptyNS.name:
+		return emptyNS
+	}
+	return variants[name]
+}
+
+func runVariant(ctx context.Context, o options, env *testenv.Env, d dynamic.Interface, name, dir string) error {
+	switch name {
+	case "configmaps":
+		return runCurve(ctx, o, env, d)
+	case manyCRDs.name:
+		return runManyCRDs(ctx, o, env, d)
+	case "idle":
+		return runIdle(ctx, o, env, d)
+	}
+	v, ok := variants[name]
+	if !ok {
+		return fmt.Errorf("unknown variant %q", name)
+	}
+	if v.name == "crd" {
+		if err := installCRD(ctx, d); err != nil {
 			return err
 		}
 	}
-	return nil
+	ns := "bench-" + v.name
+	say("%s: creating %d objects", v.name, o.n)
+	if err := populate(ctx, d, v, ns, 0, o.n); err != nil {
+		return err
+	}
+	if !o.shardsOnly {
+		r, err := measure(ctx, o, env, d, v, ns, filepath.Join(dir, v.name+".db"))
+		if err != nil {
+			return err
+		}
+		r.print(o)
+	}
+	return shardedRun(ctx, o, env, v, ns)
 }
 
 // measure runs every process on the objects of v, one after the other, then
@@ -142,20 +196,12 @@ func measure(ctx context.Context, o options, env *testenv.Env, d dynamic.Interfa
 	if r.jsonBytes, r.managedBytes, err = listBytes(ctx, env.Config, v, ns); err != nil {
 		return nil, err
 	}
-	for _, s := range syncRuns(statePath) {
-		if s.mode == "typed" && v.name != "deployments" {
-			continue
-		}
-		var runs []syncResult
-		for i := range o.count {
-			say("%s: %s (%d/%d)", v.name, s.label, i+1, o.count)
-			sr, err := syncOnce(o, env, v, ns, s)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", s.label, err)
-			}
-			runs = append(runs, sr)
-		}
-		r.syncs = append(r.syncs, median(runs))
+	runs := syncRuns(statePath)
+	if v.name != "deployments" {
+		runs = slices.DeleteFunc(runs, func(s syncRun) bool { return s.mode == "typed" })
+	}
+	if r.syncs, err = syncAll(o, env, v, ns, append(runs, peerRun(o)...)); err != nil {
+		return nil, err
 	}
 	say("%s: latency of %d updates", v.name, o.updates)
 	lat, err := latencies(ctx, o, env, d, v, ns, statePath)
@@ -166,9 +212,41 @@ func measure(ctx context.Context, o options, env *testenv.Env, d dynamic.Interfa
 	return r, nil
 }
 
+// syncAll runs each of runs o.count times, one after the other, and takes
+// the median of each.
+func syncAll(o options, env *testenv.Env, v variant, ns string, runs []syncRun) ([]syncResult, error) {
+	var out []syncResult
+	for _, s := range runs {
+		var each []syncResult
+		for i := range o.count {
+			say("%s: %s (%d/%d)", v.name, s.label, i+1, o.count)
+			sr, err := syncOnce(o, env, v, ns, s)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s.label, err)
+			}
+			each = append(each, sr)
+		}
+		out = append(out, median(each))
+	}
+	return out, nil
+}
+
+func peerRun(o options) []syncRun {
+	if o.peer == "" {
+		return nil
+	}
+	return []syncRun{{"peer " + filepath.Base(o.peer), "peer", ""}}
+}
+
 // syncOnce runs one process until it has synced and idled, then stops it.
 func syncOnce(o options, env *testenv.Env, v variant, ns string, s syncRun) (syncResult, error) {
-	p, err := start(s.mode, env.Kubeconfig, v, ns, s.state, o.profile)
+	var p *proc
+	var err error
+	if s.mode == "peer" {
+		p, err = startPeer(o.peer, o.peerArgs, env.Kubeconfig, ns)
+	} else {
+		p, err = start(s.mode, env.Kubeconfig, v, ns, s.state, o.profile)
+	}
 	if err != nil {
 		return syncResult{}, err
 	}
@@ -179,7 +257,8 @@ func syncOnce(o options, env *testenv.Env, v variant, ns string, s syncRun) (syn
 	if err := p.stop(); err != nil {
 		return syncResult{}, err
 	}
-	return syncResult{label: s.label, sync: p.sync, heap: p.heap, rss: p.rss, cpu: p.cpu}, nil
+	return syncResult{label: s.label, sync: p.sync, heap: p.heap, rss: p.rss, cpu: p.cpu,
+		discovery: p.discovery, resources: p.resources, goroutines: p.goroutines}, nil
 }
 
 type syncRun struct{ label, mode, state string }
@@ -191,6 +270,7 @@ func syncRuns(statePath string) []syncRun {
 		{"client-go dynamic informer", "dynamic", ""},
 		{"client-go typed informer (protobuf)", "typed", ""},
 		{"dynwatch", "dynwatch", ""},
+		{"dynwatch, compression off", "dynwatch-nogzip", ""},
 		{"dynwatch, state (first start)", "dynwatch", statePath},
 		{"dynwatch, state (restart)", "dynwatch", statePath},
 	}

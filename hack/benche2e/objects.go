@@ -32,6 +32,16 @@ var (
 var variants = map[string]variant{
 	"deployments": {name: "deployments", gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, kind: "Deployment", make: deployment},
 	"crd":         {name: "crd", gvr: schema.GroupVersionResource{Group: "bench.dynwatch.io", Version: "v1", Resource: "workloads"}, kind: "Workload", make: customResource},
+	"configmaps":  {name: "configmaps", gvr: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, kind: "ConfigMap", make: configMap},
+}
+
+// configMap is a ConfigMap with 1 KB of data (about 1.3 KB of JSON as served).
+func configMap(ns string, i int) map[string]any {
+	return map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": fmt.Sprintf("cm-%06d", i), "namespace": ns, "labels": labels(i)},
+		"data":     map[string]any{"config.yaml": fmt.Sprintf("# %06d\n", i) + strings.Repeat("key: value-of-the-benchmark\n", 1016/28)},
+	}
 }
 
 // podSpec is a pod template of the size real Deployments have: a container
@@ -120,14 +130,14 @@ func installCRD(ctx context.Context, d dynamic.Interface) error {
 	return fmt.Errorf("%s is not served", gvr)
 }
 
-// populate creates n objects of v in ns with a few parallel writers.
-func populate(ctx context.Context, d dynamic.Interface, v variant, ns string, n int) error {
+// populate creates objects from to n-1 of v in ns with a few parallel writers.
+func populate(ctx context.Context, d dynamic.Interface, v variant, ns string, from, n int) error {
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
 	if _, err := d.Resource(nsGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	return parallel(n, 8, func(i int) error {
-		u := &unstructured.Unstructured{Object: v.make(ns, i)}
+	return parallel(n-from, 8, func(i int) error {
+		u := &unstructured.Unstructured{Object: v.make(ns, from+i)}
 		_, err := d.Resource(v.gvr).Namespace(ns).Create(ctx, u, metav1.CreateOptions{FieldManager: "bench"})
 		if apierrors.IsAlreadyExists(err) {
 			return nil

@@ -21,16 +21,27 @@ type proc struct {
 	stdin  io.WriteCloser
 	synced chan struct{} // closed on HEAP, which follows SYNCED
 	cpus   chan time.Duration
+	stats  chan [2]int64
 	exited chan struct{}
 
 	sync time.Duration
 	heap int64
 	recv int64 // bytes received until synced
+	// From REQS (dynwatch): discovery requests and resources watched by
+	// the initial sync, and goroutines then.
+	discovery, resources, goroutines int64
+
+	logs fmt.Stringer // a peer's last logs, for errors
 
 	mu  sync.Mutex
 	lat []time.Duration
 
-	// From the process's rusage once it has exited.
+	// ownRSS is the peak RSS the process reported (children) or that was
+	// read before it was stopped (a peer): its own. The rusage's maxrss is
+	// not, on Linux: it is at least the parent's RSS when it forked.
+	ownRSS int64
+
+	// From the process's rusage once it has exited; rss is ownRSS when known.
 	rss int64 // bytes
 	cpu time.Duration
 }
@@ -46,7 +57,7 @@ func start(mode, kubeconfig string, v variant, ns, state, profile string, extra 
 	if err != nil {
 		return nil, err
 	}
-	p := &proc{name: mode, cmd: cmd, stdin: stdin, synced: make(chan struct{}), cpus: make(chan time.Duration, 1), exited: make(chan struct{})}
+	p := &proc{name: mode, cmd: cmd, stdin: stdin, synced: make(chan struct{}), cpus: make(chan time.Duration, 1), stats: make(chan [2]int64, 1), exited: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -58,8 +69,15 @@ func (p *proc) read(r io.Reader) {
 	defer close(p.exited)
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		word, arg, _ := strings.Cut(sc.Text(), " ")
-		n, _ := strconv.ParseInt(arg, 10, 64)
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 {
+			continue
+		}
+		word, args := f[0], make([]int64, len(f)-1)
+		for i, a := range f[1:] {
+			args[i], _ = strconv.ParseInt(a, 10, 64)
+		}
+		n := args[0]
 		switch word {
 		case "SYNCED":
 			p.sync = time.Duration(n)
@@ -74,6 +92,16 @@ func (p *proc) read(r io.Reader) {
 			p.mu.Unlock()
 		case "CPU":
 			p.cpus <- time.Duration(n)
+		case "STAT":
+			if len(args) == 2 {
+				p.stats <- [2]int64{args[0], args[1]}
+			}
+		case "RSS":
+			p.ownRSS = n
+		case "REQS":
+			if len(args) == 3 {
+				p.discovery, p.resources, p.goroutines = args[0], args[1], args[2]
+			}
 		}
 	}
 }
@@ -84,6 +112,9 @@ func (p *proc) waitSynced(timeout time.Duration) error {
 		return nil
 	case <-p.exited:
 		_ = p.cmd.Wait()
+		if p.logs != nil {
+			return fmt.Errorf("%s exited before its initial sync: %s", p.name, p.logs)
+		}
 		return fmt.Errorf("%s exited before its initial sync", p.name)
 	case <-time.After(timeout):
 		_ = p.cmd.Process.Kill()
@@ -104,6 +135,19 @@ func (p *proc) cpuNow() (time.Duration, error) {
 	}
 }
 
+// stat asks the child for its goroutines and live heap.
+func (p *proc) stat() (goroutines, heap int64, err error) {
+	if _, err := io.WriteString(p.stdin, "STAT\n"); err != nil {
+		return 0, 0, err
+	}
+	select {
+	case s := <-p.stats:
+		return s[0], s[1], nil
+	case <-time.After(30 * time.Second):
+		return 0, 0, errors.New(p.name + " did not report its goroutines and heap")
+	}
+}
+
 func (p *proc) latencies() []time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -112,9 +156,22 @@ func (p *proc) latencies() []time.Duration {
 
 // stop closes the child's stdin, which ends it, and reads its rusage.
 func (p *proc) stop() error {
+	if p.name == "peer" {
+		p.ownRSS = peakRSS(strconv.Itoa(p.cmd.Process.Pid))
+	}
 	_ = p.stdin.Close()
+	if p.name == "peer" {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
 	done := make(chan error, 1)
-	go func() { <-p.exited; done <- p.cmd.Wait() }()
+	go func() {
+		<-p.exited
+		if p.name == "peer" { // its Wait is the one that closed exited
+			done <- nil
+			return
+		}
+		done <- p.cmd.Wait()
+	}()
 	var err error
 	select {
 	case err = <-done:
@@ -127,6 +184,9 @@ func (p *proc) stop() error {
 	}
 	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		p.rss = ru.Maxrss * 1024
+		if p.ownRSS > 0 {
+			p.rss = p.ownRSS
+		}
 		p.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	return err

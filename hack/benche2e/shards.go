@@ -84,7 +84,7 @@ func shardedRun(ctx context.Context, o options, env *testenv.Env, v variant, ns 
 		}
 	}
 	say("sharded run: %s: creating %d objects on it", v.name, o.n)
-	if err := populate(ctx, gd, v, ns, o.n); err != nil {
+	if err := populate(ctx, gd, v, ns, 0, o.n); err != nil {
 		return err
 	}
 	floor, err := shardSet(o, env, v, "bench-empty", 0)
