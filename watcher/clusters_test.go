@@ -135,6 +135,9 @@ func runClusters(t *testing.T, yaml, dbPath string, westEnv *testenv.Env) *clust
 	envs := map[string]*testenv.Env{"east": env, "west": westEnv}
 	connect := func(spec config.ClusterSpec) (*dyninformer.Client, discovery.DiscoveryInterface, error) {
 		e, l := envs[spec.Name], cr.links[spec.Name]
+		if e == nil {
+			return nil, nil, fmt.Errorf("no cluster %s here", spec.Name)
+		}
 		cfg := rest.CopyConfig(e.Config)
 		cfg.Wrap(l.wrap)
 		c, err := dyninformer.NewClient(cfg)
