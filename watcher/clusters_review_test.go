@@ -93,3 +93,18 @@ func TestReviewReloadWithUnconnectableClusterStillRemovesOthers(t *testing.T) {
 		t.Error("west is still watched after the reload removed it")
 	}
 }
+
+// A cluster whose clients cannot be built at start (its kubeconfig file not
+// mounted yet, unparsable) is a cluster that cannot be reached: reported,
+// retried, and the others are watched; it does not stop the watcher.
+func TestReviewUnconnectableClusterAtStartDoesNotStopOthers(t *testing.T) {
+	we := west(t)
+	ns := namespace(t)
+	cr := runClusters(t, clustersConfig(ns, "", "  - name: east\n  - name: north\n"), "", we)
+	cr.synced(t, "east")
+	create(t, cmGVR, ns, configMap(ns, "east-1", map[string]any{"v": "1"}))
+	cr.out.waitMatch(t, "east's event", eventWait, func(p event.Payload) bool { return p.Name == "east-1" })
+	if cr.up("north") || !slices.ContainsFunc(cr.w.Clusters(), func(c ClusterStatus) bool { return c.Name == "north" }) {
+		t.Errorf("north not reported as down: %+v", cr.w.Clusters())
+	}
+}
