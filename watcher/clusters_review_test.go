@@ -6,10 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testenv"
 )
 
 // The same configmap (same group/resource/namespace/name) in both clusters;
@@ -106,5 +108,58 @@ func TestReviewUnconnectableClusterAtStartDoesNotStopOthers(t *testing.T) {
 	cr.out.waitMatch(t, "east's event", eventWait, func(p event.Payload) bool { return p.Name == "east-1" })
 	if cr.up("north") || !slices.ContainsFunc(cr.w.Clusters(), func(c ClusterStatus) bool { return c.Name == "north" }) {
 		t.Errorf("north not reported as down: %+v", cr.w.Clusters())
+	}
+}
+
+// West (without a watch cache, so a compacted resume is 410 Gone) is cut
+// off while x, which both clusters hold, is deleted and re-created in west
+// and etcd is compacted: when the link is back, west relists and delivers
+// exactly the gap (a delete of the old uid, an add of the new one), east
+// nothing; the next start replays nothing.
+func TestReviewClusterGoneThroughCompactionReplaysGap(t *testing.T) {
+	cp, err := testenv.Start(testenv.Options{APIServerArgs: []string{"--watch-cache=false"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	ns := namespace(t)
+	wd := namespaceIn(t, cp, ns)
+	dbPath := filepath.Join(t.TempDir(), "state.db")
+	cfg := clustersConfig(ns, dbPath, bothClusters)
+	createIn(t, wd, ns, "x", "1")
+	create(t, cmGVR, ns, configMap(ns, "x", map[string]any{"v": "1"}))
+	cr := runClusters(t, cfg, dbPath, cp)
+	cr.synced(t, "east")
+	cr.synced(t, "west")
+	cr.links["west"].setCut(true)
+	testenv.WaitFor(t, "west said down", 40*time.Second, func() bool { return !cr.up("west") })
+	ctx := context.Background()
+	if err := wd.Resource(cmGVR).Namespace(ns).Delete(ctx, "x", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createIn(t, wd, ns, "x", "2")
+	if err := cp.CompactEtcd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lists := cr.links["west"].lists.Load()
+	cr.links["west"].setCut(false)
+	cr.out.waitMatch(t, "west's new x", 40*time.Second, func(p event.Payload) bool {
+		return p.Cluster == "west" && p.Name == "x" && p.Type == event.Add && p.Rule == "west-only"
+	})
+	cr.quiet(t, "out")
+	if cr.links["west"].lists.Load() == lists {
+		t.Fatal("west did not relist: the 410 path was not exercised")
+	}
+	want := []string{"west everywhere add x", "west everywhere delete x", "west west-only add x", "west west-only delete x"}
+	if s := seen(cr.out.snapshot()); !slices.Equal(s, want) {
+		t.Fatalf("payloads:\n%s\nwant:\n%s", strings.Join(s, "\n"), strings.Join(want, "\n"))
+	}
+	cr.end()
+	again := runClusters(t, cfg, dbPath, cp)
+	again.synced(t, "east")
+	again.synced(t, "west")
+	again.quiet(t, "out")
+	if s := seen(again.out.snapshot()); len(s) != 0 {
+		t.Errorf("the restart replayed:\n%s", strings.Join(s, "\n"))
 	}
 }
