@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/internal/testenv"
@@ -161,5 +162,33 @@ func TestReviewClusterGoneThroughCompactionReplaysGap(t *testing.T) {
 	again.quiet(t, "out")
 	if s := seen(again.out.snapshot()); len(s) != 0 {
 		t.Errorf("the restart replayed:\n%s", strings.Join(s, "\n"))
+	}
+}
+
+// Without clusters, then with clusters (east: the same API server as the
+// command line's), then without again: what east delivered while the config
+// had clusters is not replayed by the one cluster's stale records (kept,
+// never pruned, all the while clusters were set).
+func TestReviewBackToNoClustersReplaysNothingStale(t *testing.T) {
+	ns := namespace(t)
+	dbPath := filepath.Join(t.TempDir(), "state.db")
+	create(t, cmGVR, ns, configMap(ns, "old", map[string]any{"v": "1"}))
+	r1, stop1 := runWithState(t, env, cmsConfig(dbPath, ns), dbPath, nil)
+	compared(t, r1)
+	stop1()
+	cr := runClusters(t, clustersConfig(ns, dbPath, "  - name: east\n"), dbPath, nil)
+	cr.synced(t, "east")
+	if err := dynamic.NewForConfigOrDie(env.Config).Resource(cmGVR).Namespace(ns).Delete(context.Background(), "old", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cr.out.waitMatch(t, "east's delete", eventWait, func(p event.Payload) bool { return p.Name == "old" && p.Type == event.Delete })
+	cr.quiet(t, "out")
+	cr.end()
+	r3, stop3 := runWithState(t, env, cmsConfig(dbPath, ns), dbPath, nil)
+	compared(t, r3)
+	r3.quiet(t, "out")
+	stop3()
+	for _, p := range r3.out.snapshot() {
+		t.Errorf("replayed after going back to no clusters: %s %s %s (replay=%v)", p.Rule, p.Type, p.Name, p.Replay)
 	}
 }
