@@ -214,6 +214,10 @@ func (d *daemon) config() *plan.File {
 		d.log.Error("config file invalid; acting on the last valid one", "config", d.file.Path, "err", err)
 		return d.file
 	}
+	if err := watcher.ClustersRestartOnly(d.o.File, f); err != nil {
+		d.log.Error("config not applied; acting on the last valid one", "config", d.file.Path, "err", err)
+		return d.file
+	}
 	d.file = f
 	return f
 }
