@@ -120,6 +120,20 @@ type clusterRun struct {
 	*running
 	links map[string]*link
 	end   func() // stops the watcher and closes its state file, once
+	// envs are the control planes the clusters reach, by name; a name
+	// missing has clients that cannot be built (setEnv adds it).
+	envMu sync.Mutex
+	envs  map[string]*testenv.Env
+}
+
+// setEnv makes the named cluster's clients buildable from now on, reaching e.
+func (cr *clusterRun) setEnv(name string, e *testenv.Env) {
+	cr.envMu.Lock()
+	defer cr.envMu.Unlock()
+	cr.envs[name] = e
+	if cr.links[name] == nil {
+		cr.links[name] = &link{open: map[*cutBody]bool{}}
+	}
 }
 
 // runClusters runs a watcher of config, whose clusters named east and west
@@ -132,9 +146,11 @@ func runClusters(t *testing.T, yaml, dbPath string, westEnv *testenv.Env) *clust
 		t.Fatalf("config: %v", err)
 	}
 	cr := &clusterRun{links: map[string]*link{"east": {open: map[*cutBody]bool{}}, "west": {open: map[*cutBody]bool{}}}}
-	envs := map[string]*testenv.Env{"east": env, "west": westEnv}
+	cr.envs = map[string]*testenv.Env{"east": env, "west": westEnv}
 	connect := func(spec config.ClusterSpec) (*dyninformer.Client, discovery.DiscoveryInterface, error) {
-		e, l := envs[spec.Name], cr.links[spec.Name]
+		cr.envMu.Lock()
+		e, l := cr.envs[spec.Name], cr.links[spec.Name]
+		cr.envMu.Unlock()
 		if e == nil {
 			return nil, nil, fmt.Errorf("no cluster %s here", spec.Name)
 		}

@@ -45,10 +45,7 @@ func (w *Watcher) reloadLocked(file *plan.File) ([]*source, error) {
 	if file.Config.Defaults.Resync != old.Config.Defaults.Resync {
 		w.log.Warn("defaults.resync changed: it applies to informers started from now on")
 	}
-	gone, err := w.reconcileClustersLocked(file)
-	if err != nil {
-		w.log.Error("a cluster the config adds cannot be connected to; the clusters stay as they were", "err", err)
-	}
+	gone := w.reconcileClustersLocked(file)
 	added := map[string]bool{}
 	for _, r := range file.Rules {
 		if old.Rule(r.Name) == nil {

@@ -97,11 +97,7 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 	w.acts.queues = queues
 	w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues)})
 	for _, spec := range clustersOf(file) {
-		s, err := w.newSource(file, spec)
-		if err != nil {
-			return nil, err
-		}
-		w.srcs = append(w.srcs, s)
+		w.srcs = append(w.srcs, w.newSource(file, spec))
 	}
 	w.health = health{log: opts.Logger, sources: w.sources, durable: w.durable, warned: map[string]bool{}}
 	return w, nil

@@ -18,7 +18,7 @@ import (
 // The same configmap (same group/resource/namespace/name) in both clusters;
 // deleted in west while dynwatch is away: after the restart, west replays
 // its delete, east replays nothing (its object is still there).
-func TestReviewSameObjectInTwoClustersDeletedInOne(t *testing.T) {
+func TestClustersSameObjectDeletedInOne(t *testing.T) {
 	we := west(t)
 	ns := namespace(t)
 	wd := namespaceIn(t, we, ns)
@@ -47,7 +47,7 @@ func TestReviewSameObjectInTwoClustersDeletedInOne(t *testing.T) {
 // A cluster removed by a reload keeps its records; the object deleted while
 // it was out of the config is replayed as a delete once a reload adds it
 // back, once, and east (never removed) replays nothing.
-func TestReviewClusterRemovedThenReaddedReplaysGap(t *testing.T) {
+func TestClusterRemovedThenReaddedReplaysGap(t *testing.T) {
 	we := west(t)
 	ns := namespace(t)
 	wd := namespaceIn(t, we, ns)
@@ -75,7 +75,7 @@ func TestReviewClusterRemovedThenReaddedReplaysGap(t *testing.T) {
 // readable yet) still applies the rest: west, which the reload removes,
 // stops being watched; no event of a cluster the config no longer has is
 // delivered.
-func TestReviewReloadWithUnconnectableClusterStillRemovesOthers(t *testing.T) {
+func TestReloadWithUnconnectableClusterStillRemovesOthers(t *testing.T) {
 	we := west(t)
 	ns := namespace(t)
 	wd := namespaceIn(t, we, ns)
@@ -99,17 +99,26 @@ func TestReviewReloadWithUnconnectableClusterStillRemovesOthers(t *testing.T) {
 
 // A cluster whose clients cannot be built at start (its kubeconfig file not
 // mounted yet, unparsable) is a cluster that cannot be reached: reported,
-// retried, and the others are watched; it does not stop the watcher.
-func TestReviewUnconnectableClusterAtStartDoesNotStopOthers(t *testing.T) {
+// retried (once it can be built, it is watched), and the others are watched
+// meanwhile; it does not stop the watcher.
+func TestUnconnectableClusterAtStartDoesNotStopOthers(t *testing.T) {
 	we := west(t)
 	ns := namespace(t)
 	cr := runClusters(t, clustersConfig(ns, "", "  - name: east\n  - name: north\n"), "", we)
 	cr.synced(t, "east")
 	create(t, cmGVR, ns, configMap(ns, "east-1", map[string]any{"v": "1"}))
 	cr.out.waitMatch(t, "east's event", eventWait, func(p event.Payload) bool { return p.Name == "east-1" })
-	if cr.up("north") || !slices.ContainsFunc(cr.w.Clusters(), func(c ClusterStatus) bool { return c.Name == "north" }) {
-		t.Errorf("north not reported as down: %+v", cr.w.Clusters())
+	if cr.up("north") || !slices.ContainsFunc(cr.w.Clusters(), func(c ClusterStatus) bool {
+		return c.Name == "north" && c.Err != nil && strings.Contains(c.Err.Error(), "clients cannot be built")
+	}) {
+		t.Errorf("north not reported as down, its clients not buildable: %+v", cr.w.Clusters())
 	}
+	// Its kubeconfig is readable now: north is retried and watched.
+	wd := namespaceIn(t, we, ns)
+	cr.setEnv("north", we)
+	cr.synced(t, "north")
+	createIn(t, wd, ns, "north-1", "1")
+	cr.out.waitMatch(t, "north's event", eventWait, func(p event.Payload) bool { return p.Cluster == "north" && p.Name == "north-1" })
 }
 
 // West (without a watch cache, so a compacted resume is 410 Gone) is cut
@@ -117,7 +126,7 @@ func TestReviewUnconnectableClusterAtStartDoesNotStopOthers(t *testing.T) {
 // and etcd is compacted: when the link is back, west relists and delivers
 // exactly the gap (a delete of the old uid, an add of the new one), east
 // nothing; the next start replays nothing.
-func TestReviewClusterGoneThroughCompactionReplaysGap(t *testing.T) {
+func TestClusterGoneThroughCompactionReplaysGap(t *testing.T) {
 	cp, err := testenv.Start(testenv.Options{APIServerArgs: []string{"--watch-cache=false"}})
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +178,7 @@ func TestReviewClusterGoneThroughCompactionReplaysGap(t *testing.T) {
 // command line's), then without again: what east delivered while the config
 // had clusters is not replayed by the one cluster's stale records (kept,
 // never pruned, all the while clusters were set).
-func TestReviewBackToNoClustersReplaysNothingStale(t *testing.T) {
+func TestBackToNoClustersReplaysNothingStale(t *testing.T) {
 	ns := namespace(t)
 	dbPath := filepath.Join(t.TempDir(), "state.db")
 	create(t, cmGVR, ns, configMap(ns, "old", map[string]any{"v": "1"}))
