@@ -86,6 +86,9 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 	}
 	w := &Watcher{log: opts.Logger, metrics: opts.Metrics, opts: opts, client: client, disc: disc, srcErr: make(chan error, 1)}
 	if opts.Store != nil {
+		if err := keepClusters(opts.Store, file, opts.Logger); err != nil {
+			return nil, err
+		}
 		w.durable = newDurable(opts.Store, opts.Logger, &w.pipe, opts.Metrics, opts.MaxPendingBytes)
 	}
 	w.acts = &actionSet{stdout: opts.Stdout, source: opts.Source, log: opts.Logger, durable: w.durable, mu: &w.mu,
