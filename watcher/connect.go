@@ -15,9 +15,11 @@ func (w *Watcher) connectSource(ctx context.Context, s *source) bool {
 	start, warned := time.Now(), time.Time{}
 	delay := 500 * time.Millisecond
 	for {
+		fp := w.fingerprint(s.spec)
 		client, disc, err := s.connect()
 		if err == nil {
 			w.mu.Lock()
+			s.fingerprint = fp
 			s.attach(client, disc)
 			w.mu.Unlock()
 			if !warned.IsZero() {

@@ -57,6 +57,8 @@ type source struct {
 	resync    time.Duration
 	connect   func() (*dyninformer.Client, k8sdiscovery.DiscoveryInterface, error)
 	connected atomic.Bool
+	// fingerprint is the hash of its kubeconfig when it was built.
+	fingerprint string
 	// applied is set once the watched set was first matched to a catalog.
 	applied atomic.Bool
 	// stop ends the source's run, when a reload removed its cluster; done

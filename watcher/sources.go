@@ -46,12 +46,13 @@ func (w *Watcher) newSource(file *plan.File, spec config.ClusterSpec) *source {
 		}
 		return w.opts.Connect(spec)
 	}
+	fp := w.fingerprint(spec) // before the clients: a change meanwhile builds them again
 	client, disc, err := connect()
 	if err != nil {
 		client, disc = nil, nil
 	}
 	s := newSource(client, disc, w.handle, opts)
-	s.spec, s.connect = spec, connect
+	s.spec, s.connect, s.fingerprint = spec, connect, fp
 	if err != nil {
 		s.reach.set(fmt.Errorf("its clients cannot be built: %w", err))
 	}
@@ -146,14 +147,16 @@ func (w *Watcher) runSource(ctx context.Context, s *source) error {
 
 // reconcileClustersLocked makes the sources match file's clusters: a
 // cluster the file adds gets a source (started when the watcher runs), one
-// it removes (or whose kubeconfig or context changed) leaves the pipeline.
+// it removes (or whose kubeconfig or context changed, or whose kubeconfig's
+// contents did: see fingerprint) leaves the pipeline; a changed one comes
+// back as an added one.
 // The others' sources, informers included, are not touched. It returns the
 // sources to stop once w.mu is released (stopRemoved). w.mu is held.
 func (w *Watcher) reconcileClustersLocked(file *plan.File) []*source {
 	want := clustersOf(file)
 	var keep, gone []*source
 	for _, s := range w.srcs {
-		if slices.Contains(want, s.spec) {
+		if slices.Contains(want, s.spec) && !w.rotated(s) {
 			keep = append(keep, s)
 		} else {
 			gone = append(gone, s)
@@ -172,7 +175,11 @@ func (w *Watcher) reconcileClustersLocked(file *plan.File) []*source {
 	p := w.pipe.Load()
 	for _, s := range gone {
 		p = p.withoutCluster(s.name)
-		s.log.Info("cluster removed from the config: its watches stop (its records stay in the state file)")
+		if slices.Contains(want, s.spec) {
+			s.log.Info("cluster's kubeconfig changed: its clients are built again and its watches start again (with state, compared with its records)")
+		} else {
+			s.log.Info("cluster removed from the config: its watches stop (its records stay in the state file)")
+		}
 	}
 	w.pipe.Store(p)
 	next := append(keep, added...)
