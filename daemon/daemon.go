@@ -52,6 +52,9 @@ type Options struct {
 	// clusters; Informers, Discovery and Kube stay the command line's
 	// cluster's, where the Lease lives.
 	Connect func(config.ClusterSpec) (*dyninformer.Client, k8sdiscovery.DiscoveryInterface, error)
+	// Fingerprint hashes what Connect builds a cluster's clients from: a
+	// change builds them again (see watcher.Options.Fingerprint).
+	Fingerprint func(config.ClusterSpec) string
 	// Identity names this replica in leader election. Default: $POD_NAME, or
 	// the host name and process id.
 	Identity string
@@ -133,7 +136,7 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	if store != nil {
 		defer closeState(store)
 	}
-	w, err := watcher.New(file, d.o.Informers, d.o.Discovery, watcher.Options{Logger: d.log, Stdout: d.o.Stdout, Source: d.o.Source, Store: store, Metrics: d.metrics, Connect: d.o.Connect})
+	w, err := watcher.New(file, d.o.Informers, d.o.Discovery, watcher.Options{Logger: d.log, Stdout: d.o.Stdout, Source: d.o.Source, Store: store, Metrics: d.metrics, Connect: d.o.Connect, Fingerprint: d.o.Fingerprint})
 	if err != nil {
 		d.log.Error("cannot build actions", "err", err)
 		return ErrFailed
@@ -212,6 +215,10 @@ func (d *daemon) config() *plan.File {
 	f, err := plan.Parse(d.file.Path, data)
 	if err != nil {
 		d.log.Error("config file invalid; acting on the last valid one", "config", d.file.Path, "err", err)
+		return d.file
+	}
+	if err := watcher.ClustersRestartOnly(d.o.File, f); err != nil {
+		d.log.Error("config not applied; acting on the last valid one", "config", d.file.Path, "err", err)
 		return d.file
 	}
 	d.file = f

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/dyninformer"
@@ -60,6 +61,8 @@ func stopWest() {
 type link struct {
 	cut   atomic.Bool
 	lists atomic.Int64
+	// auths counts the requests by their Authorization header.
+	auths sync.Map // string -> *atomic.Int64
 	mu    sync.Mutex
 	open  map[*cutBody]bool
 }
@@ -71,6 +74,8 @@ func (l *link) wrap(rt http.RoundTripper) http.RoundTripper {
 		if l.cut.Load() {
 			return nil, errCut
 		}
+		n, _ := l.auths.LoadOrStore(r.Header.Get("Authorization"), &atomic.Int64{})
+		n.(*atomic.Int64).Add(1)
 		q := r.URL.Query()
 		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/configmaps") && (q.Get("watch") == "" || q.Get("sendInitialEvents") == "true") {
 			l.lists.Add(1) // an informer's list: a plain one, or a watch-list stream
@@ -120,6 +125,43 @@ type clusterRun struct {
 	*running
 	links map[string]*link
 	end   func() // stops the watcher and closes its state file, once
+	// envs are the control planes the clusters reach, by name; a name
+	// missing has clients that cannot be built (setEnv adds it).
+	envMu sync.Mutex
+	envs  map[string]*testenv.Env
+}
+
+// connectFile builds the clients of a cluster from its kubeconfig file, as
+// dynwatch's command does, through the cluster's link.
+func (cr *clusterRun) connectFile(spec config.ClusterSpec) (*dyninformer.Client, discovery.DiscoveryInterface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", spec.Kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	cr.envMu.Lock()
+	l := cr.links[spec.Name]
+	if l == nil {
+		l = &link{open: map[*cutBody]bool{}}
+		cr.links[spec.Name] = l
+	}
+	cr.envMu.Unlock()
+	cfg.Wrap(l.wrap)
+	c, err := dyninformer.NewClient(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := discovery.NewDiscoveryClientForConfig(cfg)
+	return c, d, err
+}
+
+// setEnv makes the named cluster's clients buildable from now on, reaching e.
+func (cr *clusterRun) setEnv(name string, e *testenv.Env) {
+	cr.envMu.Lock()
+	defer cr.envMu.Unlock()
+	cr.envs[name] = e
+	if cr.links[name] == nil {
+		cr.links[name] = &link{open: map[*cutBody]bool{}}
+	}
 }
 
 // runClusters runs a watcher of config, whose clusters named east and west
@@ -132,9 +174,17 @@ func runClusters(t *testing.T, yaml, dbPath string, westEnv *testenv.Env) *clust
 		t.Fatalf("config: %v", err)
 	}
 	cr := &clusterRun{links: map[string]*link{"east": {open: map[*cutBody]bool{}}, "west": {open: map[*cutBody]bool{}}}}
-	envs := map[string]*testenv.Env{"east": env, "west": westEnv}
+	cr.envs = map[string]*testenv.Env{"east": env, "west": westEnv}
 	connect := func(spec config.ClusterSpec) (*dyninformer.Client, discovery.DiscoveryInterface, error) {
-		e, l := envs[spec.Name], cr.links[spec.Name]
+		if spec.Kubeconfig != "" {
+			return cr.connectFile(spec)
+		}
+		cr.envMu.Lock()
+		e, l := cr.envs[spec.Name], cr.links[spec.Name]
+		cr.envMu.Unlock()
+		if e == nil {
+			return nil, nil, fmt.Errorf("no cluster %s here", spec.Name)
+		}
 		cfg := rest.CopyConfig(e.Config)
 		cfg.Wrap(l.wrap)
 		c, err := dyninformer.NewClient(cfg)

@@ -16,6 +16,9 @@ func (w *Watcher) Manager() *dyninformer.Manager { return w.srcs[0].mgr }
 func (w *Watcher) ClusterManager(name string) *dyninformer.Manager {
 	for _, s := range w.sources() {
 		if s.name == name {
+			if !s.connected.Load() {
+				return nil
+			}
 			return s.mgr
 		}
 	}

@@ -29,11 +29,14 @@ func (w *Watcher) reload(file *plan.File) error {
 func (w *Watcher) reloadLocked(file *plan.File) ([]*source, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	old := w.File()
+	if err := ClustersRestartOnly(old, file); err != nil {
+		return nil, err
+	}
 	queues, err := w.acts.buildQueues(file)
 	if err != nil {
 		return nil, err
 	}
-	old := w.File()
 	diff := diffFiles(old, file, func(name string) bool { return w.acts.queues[name] == queues[name] })
 	retired := w.acts.handOff(queues, file)
 	if !reflect.DeepEqual(file.Config.State, old.Config.State) {
@@ -42,10 +45,7 @@ func (w *Watcher) reloadLocked(file *plan.File) ([]*source, error) {
 	if file.Config.Defaults.Resync != old.Config.Defaults.Resync {
 		w.log.Warn("defaults.resync changed: it applies to informers started from now on")
 	}
-	gone, err := w.reconcileClustersLocked(file)
-	if err != nil {
-		w.log.Error("a cluster the config adds cannot be connected to; the clusters stay as they were", "err", err)
-	}
+	gone := w.reconcileClustersLocked(file)
 	added := map[string]bool{}
 	for _, r := range file.Rules {
 		if old.Rule(r.Name) == nil {

@@ -50,6 +50,15 @@ type source struct {
 	vanishGrace time.Duration
 
 	reach reachability // whether discovery answered last time
+	// handler and resync build the informer managers (attach); connect,
+	// for a pending source, builds its clients (Options.Connect), and
+	// connected is set once it has them.
+	handler   dyninformer.Handler
+	resync    time.Duration
+	connect   func() (*dyninformer.Client, k8sdiscovery.DiscoveryInterface, error)
+	connected atomic.Bool
+	// fingerprint is the hash of its kubeconfig when it was built.
+	fingerprint string
 	// applied is set once the watched set was first matched to a catalog.
 	applied atomic.Bool
 	// stop ends the source's run, when a reload removed its cluster; done
@@ -68,23 +77,37 @@ type sourceOptions struct {
 
 // newSource returns the source of the cluster that client and disc reach,
 // whose informers hand every event to handler. It watches CRDs from the
-// start; the watched set is empty until the watcher sets it.
+// start; the watched set is empty until the watcher sets it. With a nil
+// client the source is pending: its clients could not be built yet (see
+// attach), and it has no informers until then.
 func newSource(client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface, handler dyninformer.Handler, opts sourceOptions) *source {
 	log := opts.log
 	if opts.name != "" {
 		log = log.With("cluster", opts.name)
 	}
-	s := &source{name: opts.name, disc: disc, log: log, refresh: opts.refresh, kicks: make(chan struct{}, 1),
-		vanished: map[scopeKey]vanishedWatch{}, vanishGrace: vanishGrace, done: make(chan struct{})}
-	s.mgr = dyninformer.NewManager(client, handler, dyninformer.Options{Resync: opts.resync, Logger: log})
+	s := &source{name: opts.name, log: log, refresh: opts.refresh, kicks: make(chan struct{}, 1),
+		vanished: map[scopeKey]vanishedWatch{}, vanishGrace: vanishGrace, done: make(chan struct{}),
+		handler: handler, resync: opts.resync}
+	if client != nil {
+		s.attach(client, disc)
+	}
+	return s
+}
+
+// attach gives the source its clients: its informer managers are built on
+// them. Once only, before anything reads mgr, crds or disc (connected says
+// when it has happened).
+func (s *source) attach(client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface) {
+	s.disc = disc
+	s.mgr = dyninformer.NewManager(client, s.handler, dyninformer.Options{Resync: s.resync, Logger: s.log})
 	s.crds = dyninformer.NewManager(client.Unsharded(), func(_ dyninformer.Key, ev *event.Event) {
 		if ev.Type == event.Delete {
 			s.crdDeleted.note(ev.Name, time.Now())
 		}
 		s.kick()
-	}, dyninformer.Options{Logger: log})
-	_, _ = s.crds.Set([]dyninformer.Watch{{Resource: crdResource, Cluster: opts.name}}, dyninformer.ListsKnown)
-	return s
+	}, dyninformer.Options{Logger: s.log})
+	_, _ = s.crds.Set([]dyninformer.Watch{{Resource: crdResource, Cluster: s.name}}, dyninformer.ListsKnown)
+	s.connected.Store(true)
 }
 
 // run runs the informers, the CRD watch and the refresh loop, which calls
@@ -99,11 +122,18 @@ func (s *source) run(ctx context.Context, refresh func()) error {
 	return err
 }
 
-// synced reports whether every informer, the CRD one included, has listed once.
-func (s *source) synced() bool { return s.mgr.HasSynced() && s.crds.HasSynced() }
+// synced reports whether every informer, the CRD one included, has listed
+// once (a pending source has not).
+func (s *source) synced() bool {
+	return s.connected.Load() && s.mgr.HasSynced() && s.crds.HasSynced()
+}
 
-// statuses returns every watch's health, the CRD watch included.
+// statuses returns every watch's health, the CRD watch included; none while
+// the source is pending.
 func (s *source) statuses() []dyninformer.Status {
+	if !s.connected.Load() {
+		return nil
+	}
 	return append(s.mgr.Statuses(), s.crds.Statuses()...)
 }
 

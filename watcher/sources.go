@@ -2,8 +2,11 @@ package watcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+
+	k8sdiscovery "k8s.io/client-go/discovery"
 
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/dyninformer"
@@ -21,26 +24,39 @@ func clustersOf(file *plan.File) []config.ClusterSpec {
 
 // newSource builds the source of the cluster spec names: the command line's
 // clients for the one cluster, Options.Connect's for a named one. Each has
-// its own clients, so its own rate limits.
-func (w *Watcher) newSource(file *plan.File, spec config.ClusterSpec) (*source, error) {
-	client, disc := w.client, w.disc
-	if spec.Name != "" {
-		if w.opts.Connect == nil {
-			return nil, fmt.Errorf("cluster %s: no way to connect to a named cluster", spec.Name)
-		}
-		var err error
-		if client, disc, err = w.opts.Connect(spec); err != nil {
-			return nil, fmt.Errorf("cluster %s: %w", spec.Name, err)
-		}
-	}
-	s := newSource(client, disc, w.handle, sourceOptions{
+// its own clients, so its own rate limits. A named cluster whose clients
+// cannot be built (kubeconfig missing, bad context, unparsable) is a
+// cluster that cannot be reached: its source is pending, and runSource
+// tries again with backoff.
+func (w *Watcher) newSource(file *plan.File, spec config.ClusterSpec) *source {
+	opts := sourceOptions{
 		name:    spec.Name,
 		resync:  file.Config.Defaults.Resync.Std(),
 		refresh: w.opts.DiscoveryRefresh,
 		log:     w.log,
-	})
-	s.spec = spec
-	return s, nil
+	}
+	if spec.Name == "" {
+		s := newSource(w.client, w.disc, w.handle, opts)
+		s.spec = spec
+		return s
+	}
+	connect := func() (*dyninformer.Client, k8sdiscovery.DiscoveryInterface, error) {
+		if w.opts.Connect == nil {
+			return nil, nil, errors.New("no way to connect to a named cluster")
+		}
+		return w.opts.Connect(spec)
+	}
+	fp := w.fingerprint(spec) // before the clients: a change meanwhile builds them again
+	client, disc, err := connect()
+	if err != nil {
+		client, disc = nil, nil
+	}
+	s := newSource(client, disc, w.handle, opts)
+	s.spec, s.connect, s.fingerprint = spec, connect, fp
+	if err != nil {
+		s.reach.set(fmt.Errorf("its clients cannot be built: %w", err))
+	}
+	return s
 }
 
 // sources returns the clusters' sources.
@@ -57,7 +73,7 @@ func (w *Watcher) hasSourceLocked(s *source) bool { return slices.Contains(w.src
 // keySynced is the KeySynced of the manager of k's cluster.
 func (w *Watcher) keySynced(k dyninformer.Key) (synced, watched bool) {
 	for _, s := range w.sources() {
-		if s.name == k.Cluster {
+		if s.name == k.Cluster && s.connected.Load() {
 			return s.mgr.KeySynced(k)
 		}
 	}
@@ -110,6 +126,9 @@ func (w *Watcher) startSourceLocked(s *source) {
 // With state, a cluster reached late compares its first lists with its
 // records, as at a restart: what changed while it was away is replayed.
 func (w *Watcher) runSource(ctx context.Context, s *source) error {
+	if !s.connected.Load() && !w.connectSource(ctx, s) {
+		return nil // stopped before its clients could be built
+	}
 	cat := s.firstCatalog(ctx)
 	if cat == nil {
 		return nil // stopped before the cluster could be reached
@@ -128,14 +147,16 @@ func (w *Watcher) runSource(ctx context.Context, s *source) error {
 
 // reconcileClustersLocked makes the sources match file's clusters: a
 // cluster the file adds gets a source (started when the watcher runs), one
-// it removes (or whose kubeconfig or context changed) leaves the pipeline.
+// it removes (or whose kubeconfig or context changed, or whose kubeconfig's
+// contents did: see fingerprint) leaves the pipeline; a changed one comes
+// back as an added one.
 // The others' sources, informers included, are not touched. It returns the
 // sources to stop once w.mu is released (stopRemoved). w.mu is held.
-func (w *Watcher) reconcileClustersLocked(file *plan.File) ([]*source, error) {
+func (w *Watcher) reconcileClustersLocked(file *plan.File) []*source {
 	want := clustersOf(file)
 	var keep, gone []*source
 	for _, s := range w.srcs {
-		if slices.Contains(want, s.spec) {
+		if slices.Contains(want, s.spec) && !w.rotated(s) {
 			keep = append(keep, s)
 		} else {
 			gone = append(gone, s)
@@ -146,19 +167,19 @@ func (w *Watcher) reconcileClustersLocked(file *plan.File) ([]*source, error) {
 		if slices.ContainsFunc(keep, func(s *source) bool { return s.spec == spec }) {
 			continue
 		}
-		s, err := w.newSource(file, spec)
-		if err != nil {
-			return nil, err
-		}
-		added = append(added, s)
+		added = append(added, w.newSource(file, spec))
 	}
 	if len(gone) == 0 && len(added) == 0 {
-		return nil, nil
+		return nil
 	}
 	p := w.pipe.Load()
 	for _, s := range gone {
 		p = p.withoutCluster(s.name)
-		s.log.Info("cluster removed from the config: its watches stop (its records stay in the state file)")
+		if slices.Contains(want, s.spec) {
+			s.log.Info("cluster's kubeconfig changed: its clients are built again and its watches start again (with state, compared with its records)")
+		} else {
+			s.log.Info("cluster removed from the config: its watches stop (its records stay in the state file)")
+		}
 	}
 	w.pipe.Store(p)
 	next := append(keep, added...)
@@ -171,7 +192,7 @@ func (w *Watcher) reconcileClustersLocked(file *plan.File) ([]*source, error) {
 			w.startSourceLocked(s)
 		}
 	}
-	return gone, nil
+	return gone
 }
 
 // stopRemoved stops the sources a reload removed and waits until they have

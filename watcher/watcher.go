@@ -71,6 +71,11 @@ type Options struct {
 	// Connect builds the clients of a named cluster (the config's
 	// clusters); needed with clusters, at start and when a reload adds one.
 	Connect func(config.ClusterSpec) (*dyninformer.Client, k8sdiscovery.DiscoveryInterface, error)
+	// Fingerprint hashes what Connect builds a named cluster's clients
+	// from (see FileFingerprint); a change, seen at a reload or a
+	// discovery refresh, builds them again. Default: the contents of the
+	// spec's kubeconfig file.
+	Fingerprint func(config.ClusterSpec) string
 }
 
 // New builds the actions of file and a watcher for it.
@@ -86,6 +91,9 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 	}
 	w := &Watcher{log: opts.Logger, metrics: opts.Metrics, opts: opts, client: client, disc: disc, srcErr: make(chan error, 1)}
 	if opts.Store != nil {
+		if err := keepClusters(opts.Store, file, opts.Logger); err != nil {
+			return nil, err
+		}
 		w.durable = newDurable(opts.Store, opts.Logger, &w.pipe, opts.Metrics, opts.MaxPendingBytes)
 	}
 	w.acts = &actionSet{stdout: opts.Stdout, source: opts.Source, log: opts.Logger, durable: w.durable, mu: &w.mu,
@@ -97,11 +105,7 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 	w.acts.queues = queues
 	w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues)})
 	for _, spec := range clustersOf(file) {
-		s, err := w.newSource(file, spec)
-		if err != nil {
-			return nil, err
-		}
-		w.srcs = append(w.srcs, s)
+		w.srcs = append(w.srcs, w.newSource(file, spec))
 	}
 	w.health = health{log: opts.Logger, sources: w.sources, durable: w.durable, warned: map[string]bool{}}
 	return w, nil
@@ -181,8 +185,13 @@ var ErrUndelivered = errors.New("stopped with events neither delivered nor kept 
 // resource that appeared is watched from now on, and all of its objects fire
 // add; one that went away stops being watched. With state, one that comes
 // back within vanishGrace of going is compared with its records instead, as
-// at a restart.
+// at a restart. A named cluster whose kubeconfig changed is built again
+// instead (rebuildRotated).
 func (w *Watcher) refresh(s *source) {
+	if w.rotated(s) {
+		go w.rebuildRotated()
+		return
+	}
 	up, _ := s.reach.get()
 	cat, err := s.load()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	k8sdiscovery "k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/dynwatch/dynwatch/audit"
 	"github.com/dynwatch/dynwatch/config"
@@ -13,6 +14,7 @@ import (
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/rbac"
+	"github.com/dynwatch/dynwatch/watcher"
 )
 
 // forCluster returns the kubeconfig flags of a named cluster of the config:
@@ -42,6 +44,18 @@ func (k *kubeFlags) connectCluster(spec config.ClusterSpec) (*dyninformer.Client
 		return nil, nil, err
 	}
 	return c.raw, c.disc, nil
+}
+
+// fingerprintCluster hashes the kubeconfig files a named cluster's clients
+// are built from (its kubeconfig, else the command line's: --kubeconfig or
+// $KUBECONFIG's files or ~/.kube/config), so that a rotated one is read
+// again (the in-cluster token file is read again by the clients themselves).
+func (k *kubeFlags) fingerprintCluster(spec config.ClusterSpec) string {
+	kc := k.forCluster(spec).kubeconfig
+	if kc != "" {
+		return watcher.FileFingerprint(kc)
+	}
+	return watcher.FileFingerprint(clientcmd.NewDefaultClientConfigLoadingRules().GetLoadingPrecedence()...)
 }
 
 // checkClusters is `check --cluster` with clusters: each cluster's rules

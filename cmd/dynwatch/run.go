@@ -56,6 +56,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		Stdout:              e.stdout,
 		Source:              c.host,
 		Connect:             kf.connectCluster,
+		Fingerprint:         kf.fingerprintCluster,
 		Hup:                 hup,
 	})
 	if err != nil {
