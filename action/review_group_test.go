@@ -1,0 +1,129 @@
+package action
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dynwatch/dynwatch/event"
+)
+
+// Review: a reload that changes another setting of a rate-limited action
+// gives the new queue a full bucket: with perSecond 0.1 (one every 10s), a
+// delivery right after a reload goes at once, although the last one went a
+// moment before. Reloads can so defeat the limit.
+func TestReviewRateLimitTokensSurviveHandOff(t *testing.T) {
+	t.Parallel()
+	fc := newFakeClock()
+	rl := &RateLimitOptions{PerSecond: 0.1, Burst: 1}
+	r0 := &grecorder{clock: fc}
+	old := NewQueue("chat", r0, QueueOptions{Clock: fc, Logger: quiet, RateLimit: rl})
+	runQueue(t, old)
+	old.Enqueue(gdelivery("a", "x", 0, event.Add, fc.Now()))
+	waitFor(t, "the first delivery", 10*time.Second, func() bool { return len(r0.sent()) == 1 })
+	r := &grecorder{clock: fc}
+	next := NewQueue("chat", r, QueueOptions{Clock: fc, Logger: quiet, RateLimit: rl})
+	old.HandOff(next)
+	runQueue(t, next)
+	next.Enqueue(gdelivery("a", "y", 0, event.Add, fc.Now()))
+	time.Sleep(300 * time.Millisecond) // the clock does not move: no token is due
+	if got := r.sent(); len(got) != 0 {
+		t.Errorf("a delivery went %s after the previous one, with perSecond 0.1: the reload refilled the bucket", fc.Now().Sub(r0.sent()[0].at))
+	}
+}
+
+// Split by max with a failing second part: every member is finished with
+// (Outbox.Done) exactly once, the delivered part's as it is delivered, the
+// given-up part's when given up; nothing twice, nothing left.
+func TestReviewGroupSplitDoneExactlyOnce(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	done := map[string]int{}
+	ob := OutboxFunc(func(d *event.Delivery) { mu.Lock(); done[d.Payload.ID]++; mu.Unlock() })
+	g := nsGroup()
+	g.Max = 2
+	q, r, fc := groupQueue(t, g, QueueOptions{Outbox: ob, Concurrency: 2})
+	r.fail = func(_ int, d *event.Delivery) error {
+		if d.Group != nil && d.Members[0].Payload.Name == "cm2" {
+			return &Failure{Err: errors.New("400"), Permanent: true}
+		}
+		return nil
+	}
+	var ids []string
+	for i := range 5 {
+		d := gdelivery("a", fmt.Sprint("cm", i), 0, event.Add, fc.Now())
+		ids = append(ids, d.Payload.ID)
+		q.Enqueue(d)
+	}
+	waitOnClock(t, fc, q, "all finished", time.Minute, func() bool { return q.Len() == 0 })
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if done[id] != 1 {
+			t.Errorf("%s done %d times, want once (all: %v)", id, done[id], done)
+		}
+	}
+	if st := q.Stats(); st.Delivered != 3 || st.Failed != 2 {
+		t.Errorf("stats %+v: want 3 delivered, 2 failed", st)
+	}
+}
+
+// by: [type]: one object's add, update, delete land in three groups; with
+// other objects filling the groups at other times, the object's events are
+// still delivered in order across the groups (a held group waits for the
+// earlier one, and nothing deadlocks).
+func TestReviewGroupByTypeKeepsObjectOrder(t *testing.T) {
+	t.Parallel()
+	g := &GroupOptions{By: []string{"type"}, Wait: 30 * time.Second, Interval: 5 * time.Minute, Max: 100}
+	q, r, fc := groupQueue(t, g, QueueOptions{Concurrency: 4})
+	// The add group is delivered first, then stays in its interval.
+	q.Enqueue(gdelivery("a", "w", 0, event.Add, fc.Now()))
+	waitOnClock(t, fc, q, "the first add group", time.Minute, func() bool { return len(r.sent()) == 1 })
+	// x's add joins the add group (due in ~5m), its update and delete new
+	// groups due in 30s: they must wait for the add.
+	q.Enqueue(gdelivery("a", "x", 0, event.Add, fc.Now()))
+	q.Enqueue(gdelivery("a", "x", 1, event.Update, fc.Now()))
+	q.Enqueue(gdelivery("a", "y", 0, event.Update, fc.Now()))
+	q.Enqueue(gdelivery("a", "x", 2, event.Delete, fc.Now()))
+	q.Enqueue(gdelivery("a", "y", 1, event.Add, fc.Now())) // y: update before add, both in order
+	waitOnClock(t, fc, q, "everything", 30*time.Minute, func() bool { return q.Stats().Delivered == 6 })
+	var xs, ys []string
+	for _, e := range r.events() {
+		switch e[:3] {
+		case "a/x":
+			xs = append(xs, e)
+		case "a/y":
+			ys = append(ys, e)
+		}
+	}
+	if fmt.Sprint(xs) != "[a/x:0 a/x:1 a/x:2]" || fmt.Sprint(ys) != "[a/y:0 a/y:1]" {
+		t.Errorf("x %v, y %v: out of order (deliveries %+v)", xs, ys, r.sent())
+	}
+}
+
+// Hold-back cycle: x's events in groups A then B, y's in B then A. Nothing
+// deadlocks and each object's order holds.
+func TestReviewGroupHoldBackNoDeadlock(t *testing.T) {
+	t.Parallel()
+	g := &GroupOptions{By: []string{"type"}, Wait: 30 * time.Second, Interval: 5 * time.Minute, Max: 100}
+	q, r, fc := groupQueue(t, g, QueueOptions{Concurrency: 4})
+	q.Enqueue(gdelivery("a", "x", 0, event.Add, fc.Now()))
+	q.Enqueue(gdelivery("a", "y", 0, event.Update, fc.Now()))
+	q.Enqueue(gdelivery("a", "y", 1, event.Add, fc.Now()))
+	q.Enqueue(gdelivery("a", "x", 1, event.Update, fc.Now()))
+	waitOnClock(t, fc, q, "everything", 30*time.Minute, func() bool { return q.Stats().Delivered == 4 })
+	var xs, ys []string
+	for _, e := range r.events() {
+		if e[:3] == "a/x" {
+			xs = append(xs, e)
+		} else {
+			ys = append(ys, e)
+		}
+	}
+	if fmt.Sprint(xs) != "[a/x:0 a/x:1]" || fmt.Sprint(ys) != "[a/y:0 a/y:1]" {
+		t.Errorf("x %v, y %v (deliveries %+v)", xs, ys, r.sent())
+	}
+}
