@@ -127,3 +127,24 @@ func TestReviewGroupHoldBackNoDeadlock(t *testing.T) {
 		t.Errorf("x %v, y %v (deliveries %+v)", xs, ys, r.sent())
 	}
 }
+
+// Review: check accepts any perSecond above 0; below about 1.1e-10 the wait
+// for the next token overflows time.Duration, the wake-up time lands in the
+// past, and the worker and the timer wake each other in a loop (every take
+// rearms the timer, every timer pass broadcasts).
+func TestReviewRateLimitTinyRateWakesInTheFuture(t *testing.T) {
+	t.Parallel()
+	fc := newFakeClock()
+	q := NewQueue("chat", &grecorder{clock: fc}, QueueOptions{Clock: fc, Logger: quiet, RateLimit: &RateLimitOptions{PerSecond: 1e-11, Burst: 1}})
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.limit.take(q) {
+		t.Fatal("the first token is not there")
+	}
+	if q.limit.take(q) {
+		t.Fatal("a second token at once")
+	}
+	if !q.limit.wakeAt.After(fc.Now()) {
+		t.Errorf("the next token is due at %s, before now (%s)", q.limit.wakeAt, fc.Now())
+	}
+}
