@@ -237,3 +237,36 @@ func TestReviewDrainDeliversOpenGroupsDespiteRateLimit(t *testing.T) {
 		t.Errorf("stats %+v, %d deliveries: want the three open groups delivered by the drain", st, len(r.sent()))
 	}
 }
+
+// SIGTERM with a rate limit and a grace period shorter than the limit's
+// spacing: the drain delivers the three open groups regardless of the
+// limit, within the grace.
+func TestDrainBypassesRateLimit(t *testing.T) {
+	t.Parallel()
+	fc := newFakeClock()
+	r := &grecorder{clock: fc}
+	q := NewQueue("chat", r, QueueOptions{Clock: fc, Logger: quiet, Group: nsGroup(), RateLimit: &RateLimitOptions{PerSecond: 0.1, Burst: 1}})
+	cancel, took := runFor(q, 5*time.Second)
+	for i := range 3 {
+		q.Enqueue(gdelivery(fmt.Sprint("ns", i), "cm", 0, event.Add, fc.Now()))
+	}
+	start := fc.Now()
+	cancel()
+	end := fc.Now().Add(time.Hour)
+	for done := false; !done; {
+		select {
+		case <-took:
+			done = true
+		case <-time.After(time.Millisecond):
+			moveClock(fc, q, end)
+		}
+	}
+	if st := q.Stats(); st.Delivered != 3 || st.Abandoned != 0 {
+		t.Errorf("stats %+v: want the three open groups delivered by the drain", st)
+	}
+	for _, s := range r.sent() {
+		if s.at.Sub(start) > 5*time.Second {
+			t.Errorf("a group went %s after SIGTERM, past the 5s grace", s.at.Sub(start))
+		}
+	}
+}
