@@ -251,3 +251,22 @@ func TestGroupIDNamesItsFirstEvent(t *testing.T) {
 		t.Errorf("member ids %v, want %v, each its own", ids, want)
 	}
 }
+
+// An event accepted before its group's delivery was formed, but joining it
+// after (read back from disk after a restart, or from beyond the window),
+// goes at once with the group's next delivery, not an interval later.
+func TestGroupLateEventOfTheBurstNotHeld(t *testing.T) {
+	t.Parallel()
+	q, r, fc := groupQueue(t, nsGroup(), QueueOptions{})
+	accepted := fc.Now()
+	q.Enqueue(gdelivery("a", "cm0", 0, event.Add, accepted))
+	waitOnClock(t, fc, q, "the first group", time.Minute, func() bool { return len(r.sent()) == 1 })
+	q.Enqueue(gdelivery("a", "cm1", 0, event.Add, accepted))
+	waitOnClock(t, fc, q, "the late event, at once", time.Second, func() bool { return len(r.sent()) == 2 })
+	sleepOnClock(t, fc, q, time.Minute)
+	q.Enqueue(gdelivery("a", "cm2", 0, event.Add, fc.Now())) // after the delivery: the interval holds it
+	sleepOnClock(t, fc, q, time.Minute)
+	if len(r.sent()) != 2 {
+		t.Errorf("an event accepted after the delivery went before the interval: %+v", r.sent())
+	}
+}
