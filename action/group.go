@@ -113,6 +113,15 @@ func acceptTime(d *event.Delivery, now time.Time) time.Time {
 	return now
 }
 
+// late reports whether d, joining gr after gr's last delivery was formed,
+// was accepted before it: an event of the same burst read back from disk
+// (a restart, or a backlog beyond the window) after the group went. It goes
+// now, with the group's next delivery, not an Interval later: the Interval
+// holds back events that came after a delivery, not those it missed.
+func late(gr *group, d *event.Delivery, now time.Time) bool {
+	return !gr.held && !gr.sent.IsZero() && gr.due.After(now) && acceptTime(d, now).Before(gr.sent)
+}
+
 // line returns key's objLine, made if needed.
 func (g *grouper) line(key string) *objLine {
 	l := g.objs[key]
@@ -156,6 +165,9 @@ func (g *grouper) join(d *event.Delivery, now time.Time) (earliest bool) {
 		// due Interval after its delivery).
 		gr.due, gr.span = acceptTime(d, now).Add(g.opts.Wait), g.opts.Wait
 		heap.Push(&g.due, gr)
+	} else if late(gr, d, now) {
+		gr.due = now
+		heap.Fix(&g.due, gr.index)
 	}
 	return gr.index == 0
 }

@@ -109,3 +109,34 @@ func TestHandOffToGroupedKeepsOrder(t *testing.T) {
 		t.Errorf("got %+v; want the two plain deliveries, then x's update grouped", got)
 	}
 }
+
+func TestHandOffUngroupsBackingOffGroup(t *testing.T) {
+	t.Parallel()
+	fc := newFakeClock()
+	r0 := &grecorder{clock: fc, fail: func(int, *event.Delivery) error { return errors.New("503") }}
+	old := NewQueue("chat", r0, QueueOptions{Clock: fc, Logger: quiet, Group: nsGroup(), Retry: Retry{Max: 100, Initial: time.Second, MaxBackoff: time.Second}})
+	runQueue(t, old)
+	old.Enqueue(gdelivery("a", "x", 0, event.Add, fc.Now()))
+	old.Enqueue(gdelivery("a", "y", 0, event.Add, fc.Now()))
+	waitOnClock(t, fc, old, "a failed attempt", time.Minute, func() bool { r0.mu.Lock(); defer r0.mu.Unlock(); return r0.tries > 0 })
+	waitFor(t, "backing off", 10*time.Second, old.settled)
+	r := &grecorder{clock: fc}
+	next := NewQueue("chat", r, QueueOptions{Clock: fc, Logger: quiet, Concurrency: 4, Retry: Retry{Max: 100, Initial: time.Second, MaxBackoff: time.Second}})
+	next.Enqueue(gdelivery("a", "x", 1, event.Update, fc.Now()))
+	next.Enqueue(gdelivery("a", "z", 0, event.Add, fc.Now()))
+	old.HandOff(next)
+	runQueue(t, next)
+	waitOnClock(t, fc, next, "everything", 10*time.Minute, func() bool { return next.Stats().Delivered == 4 })
+	var xs []string
+	for _, e := range r.events() {
+		if e[:3] == "a/x" {
+			xs = append(xs, e)
+		}
+	}
+	if fmt.Sprint(xs) != "[a/x:0 a/x:1]" {
+		t.Errorf("x delivered %v (deliveries %+v)", xs, r.sent())
+	}
+	if q := next.Len(); q != 0 {
+		t.Errorf("depth %d after all delivered", q)
+	}
+}

@@ -1,9 +1,11 @@
 package action
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,5 +131,142 @@ func TestDrainDeliversOpenGroups(t *testing.T) {
 	}
 	if st := q.Stats(); st.Delivered != 4 || st.Abandoned != 0 || len(r.sent()) != 2 {
 		t.Errorf("stats %+v, %d deliveries: want both groups delivered by the drain", st, len(r.sent()))
+	}
+}
+
+func TestGroupSplitDoneExactlyOnce(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	done := map[string]int{}
+	ob := OutboxFunc(func(d *event.Delivery) { mu.Lock(); done[d.Payload.ID]++; mu.Unlock() })
+	g := nsGroup()
+	g.Max = 2
+	q, r, fc := groupQueue(t, g, QueueOptions{Outbox: ob, Concurrency: 2})
+	r.fail = func(_ int, d *event.Delivery) error {
+		if d.Group != nil && d.Members[0].Payload.Name == "cm2" {
+			return &Failure{Err: errors.New("400"), Permanent: true}
+		}
+		return nil
+	}
+	var ids []string
+	for i := range 5 {
+		d := gdelivery("a", fmt.Sprint("cm", i), 0, event.Add, fc.Now())
+		ids = append(ids, d.Payload.ID)
+		q.Enqueue(d)
+	}
+	waitOnClock(t, fc, q, "all finished", time.Minute, func() bool { return q.Len() == 0 })
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if done[id] != 1 {
+			t.Errorf("%s done %d times, want once (all: %v)", id, done[id], done)
+		}
+	}
+	if st := q.Stats(); st.Delivered != 3 || st.Failed != 2 {
+		t.Errorf("stats %+v: want 3 delivered, 2 failed", st)
+	}
+}
+
+func TestGroupByTypeKeepsObjectOrder(t *testing.T) {
+	t.Parallel()
+	g := &GroupOptions{By: []string{"type"}, Wait: 30 * time.Second, Interval: 5 * time.Minute, Max: 100}
+	q, r, fc := groupQueue(t, g, QueueOptions{Concurrency: 4})
+	// The add group is delivered first, then stays in its interval.
+	q.Enqueue(gdelivery("a", "w", 0, event.Add, fc.Now()))
+	waitOnClock(t, fc, q, "the first add group", time.Minute, func() bool { return len(r.sent()) == 1 })
+	// x's add joins the add group (due in ~5m), its update and delete new
+	// groups due in 30s: they must wait for the add.
+	q.Enqueue(gdelivery("a", "x", 0, event.Add, fc.Now()))
+	q.Enqueue(gdelivery("a", "x", 1, event.Update, fc.Now()))
+	q.Enqueue(gdelivery("a", "y", 0, event.Update, fc.Now()))
+	q.Enqueue(gdelivery("a", "x", 2, event.Delete, fc.Now()))
+	q.Enqueue(gdelivery("a", "y", 1, event.Add, fc.Now())) // y: update before add, both in order
+	waitOnClock(t, fc, q, "everything", 30*time.Minute, func() bool { return q.Stats().Delivered == 6 })
+	var xs, ys []string
+	for _, e := range r.events() {
+		switch e[:3] {
+		case "a/x":
+			xs = append(xs, e)
+		case "a/y":
+			ys = append(ys, e)
+		}
+	}
+	if fmt.Sprint(xs) != "[a/x:0 a/x:1 a/x:2]" || fmt.Sprint(ys) != "[a/y:0 a/y:1]" {
+		t.Errorf("x %v, y %v: out of order (deliveries %+v)", xs, ys, r.sent())
+	}
+}
+
+func TestGroupHoldBackNoDeadlock(t *testing.T) {
+	t.Parallel()
+	g := &GroupOptions{By: []string{"type"}, Wait: 30 * time.Second, Interval: 5 * time.Minute, Max: 100}
+	q, r, fc := groupQueue(t, g, QueueOptions{Concurrency: 4})
+	q.Enqueue(gdelivery("a", "x", 0, event.Add, fc.Now()))
+	q.Enqueue(gdelivery("a", "y", 0, event.Update, fc.Now()))
+	q.Enqueue(gdelivery("a", "y", 1, event.Add, fc.Now()))
+	q.Enqueue(gdelivery("a", "x", 1, event.Update, fc.Now()))
+	waitOnClock(t, fc, q, "everything", 30*time.Minute, func() bool { return q.Stats().Delivered == 4 })
+	var xs, ys []string
+	for _, e := range r.events() {
+		if e[:3] == "a/x" {
+			xs = append(xs, e)
+		} else {
+			ys = append(ys, e)
+		}
+	}
+	if fmt.Sprint(xs) != "[a/x:0 a/x:1]" || fmt.Sprint(ys) != "[a/y:0 a/y:1]" {
+		t.Errorf("x %v, y %v (deliveries %+v)", xs, ys, r.sent())
+	}
+}
+
+// A grouped delivery's id (CloudEvents id, Kafka dynwatch-delivery-id) is its
+// first event's key plus ":group", whatever else it holds: after a kill -9
+// with [e1 e2] in flight and e3 joined, the re-formed [e1 e2 e3] keeps the
+// id. Delivery is at least once; a receiver that drops duplicates does so by
+// the events' own ids inside the group, which name each event.
+func TestGroupIDNamesItsFirstEvent(t *testing.T) {
+	t.Parallel()
+	now := newFakeClock().Now()
+	e1 := gdelivery("a", "x", 0, event.Add, now)
+	e2 := gdelivery("a", "y", 0, event.Add, now)
+	e3 := gdelivery("a", "z", 0, event.Add, now)
+	labels := map[string]string{"namespace": "a"}
+	before, err := event.NewGroupDelivery(labels, []*event.Delivery{e1, e2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := event.NewGroupDelivery(labels, []*event.Delivery{e1, e2, e3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DeliveryID(e1) + ":group"
+	if DeliveryID(before) != want || DeliveryID(after) != want {
+		t.Errorf("group ids %q, %q: want the first event's %q", DeliveryID(before), DeliveryID(after), want)
+	}
+	var ids []string
+	for _, m := range after.Members {
+		ids = append(ids, DeliveryID(m))
+	}
+	if want := []string{DeliveryID(e1), DeliveryID(e2), DeliveryID(e3)}; fmt.Sprint(ids) != fmt.Sprint(want) || ids[0] == ids[2] {
+		t.Errorf("member ids %v, want %v, each its own", ids, want)
+	}
+}
+
+// An event accepted before its group's delivery was formed, but joining it
+// after (read back from disk after a restart, or from beyond the window),
+// goes at once with the group's next delivery, not an interval later.
+func TestGroupLateEventOfTheBurstNotHeld(t *testing.T) {
+	t.Parallel()
+	q, r, fc := groupQueue(t, nsGroup(), QueueOptions{})
+	accepted := fc.Now()
+	q.Enqueue(gdelivery("a", "cm0", 0, event.Add, accepted))
+	waitOnClock(t, fc, q, "the first group", time.Minute, func() bool { return len(r.sent()) == 1 })
+	q.Enqueue(gdelivery("a", "cm1", 0, event.Add, accepted))
+	waitOnClock(t, fc, q, "the late event, at once", time.Second, func() bool { return len(r.sent()) == 2 })
+	sleepOnClock(t, fc, q, time.Minute)
+	q.Enqueue(gdelivery("a", "cm2", 0, event.Add, fc.Now())) // after the delivery: the interval holds it
+	sleepOnClock(t, fc, q, time.Minute)
+	if len(r.sent()) != 2 {
+		t.Errorf("an event accepted after the delivery went before the interval: %+v", r.sent())
 	}
 }

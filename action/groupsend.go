@@ -37,6 +37,17 @@ func (q *Queue) GroupEvents() int {
 	return q.grp.waiting
 }
 
+// Held returns, at one moment, the queue's depth (Len) and how many of
+// those events wait in open groups (GroupEvents).
+func (q *Queue) Held() (total, grouped int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.grp != nil {
+		grouped = q.grp.waiting
+	}
+	return q.total, grouped
+}
+
 // Grouped reports whether the queue groups its deliveries.
 func (q *Queue) Grouped() bool {
 	q.mu.Lock()

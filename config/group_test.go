@@ -61,6 +61,7 @@ func TestGroupProblems(t *testing.T) {
 		{"rate 0", `rateLimit: {perSecond: 0}`, `g.yaml:3: actions[0].rateLimit.perSecond: required: deliveries per second, more than 0 (0.1: one every 10s)`},
 		{"rate missing", `rateLimit: {burst: 2}`, `g.yaml:3: actions[0].rateLimit.perSecond: required: deliveries per second, more than 0 (0.1: one every 10s)`},
 		{"rate negative", `rateLimit: {perSecond: -2}`, `g.yaml:3: actions[0].rateLimit.perSecond: must be more than 0, got -2`},
+		{"rate below one a day", `rateLimit: {perSecond: 0.00001}`, `g.yaml:3: actions[0].rateLimit.perSecond: must be at least one a day (1.16e-05), got 1e-05`},
 		{"rate not a number", `rateLimit: {perSecond: fast}`, `g.yaml:3: actions[0].rateLimit.perSecond: want a number, got the string "fast"`},
 		{"burst 0", `rateLimit: {perSecond: 1, burst: 0}`, `g.yaml:3: actions[0].rateLimit.burst: must be at least 1, got 0`},
 	} {

@@ -28,7 +28,11 @@ func (g *GroupSpec) validate(v *validator, p string) {
 	}
 }
 
-// validate checks an action's rateLimit: a positive rate and a burst of one or more.
+// MinPerSecond is the smallest rateLimit.perSecond: one delivery a day.
+const MinPerSecond = 1.0 / 86400
+
+// validate checks an action's rateLimit: a rate of at least MinPerSecond
+// and a burst of one or more.
 func (r *RateLimitSpec) validate(v *validator, p string) {
 	if r == nil {
 		return
@@ -40,6 +44,8 @@ func (r *RateLimitSpec) validate(v *validator, p string) {
 		v.errf(p+".perSecond", "required: deliveries per second, more than 0 (0.1: one every 10s)")
 	case r.PerSecond < 0:
 		v.errf(p+".perSecond", "must be more than 0, got %v", r.PerSecond)
+	case r.PerSecond < MinPerSecond:
+		v.errf(p+".perSecond", "must be at least one a day (%.3g), got %v", MinPerSecond, r.PerSecond)
 	}
 	if *r.Burst < 1 {
 		v.errf(p+".burst", "must be at least 1, got %d", *r.Burst)

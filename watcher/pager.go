@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dynwatch/dynwatch/action"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/state"
 )
@@ -54,12 +55,33 @@ func (pg *pager) action(name string) *paged {
 const maxWindow = 1000
 
 // window is how many of an action's deliveries memory holds at most: its
-// queueSize, up to maxWindow.
+// queueSize, up to maxWindow. Events waiting in a grouped action's open
+// groups do not count: see maxGrouped.
 func window(p *pipeline, action string) int {
 	if spec := p.file.Action(action); spec != nil && spec.QueueSize > 0 {
 		return min(spec.QueueSize, maxWindow)
 	}
 	return maxWindow
+}
+
+// maxGrouped caps, apart from the window, the events memory holds in a
+// grouped action's open groups. Counted against the window, a group could
+// hold no more than the window: the rest of a burst, read back from disk,
+// would join a group just delivered and wait its whole interval. A burst up
+// to maxGrouped events is delivered at the wait, as without state; beyond
+// it the rest waits on disk and joins the groups formed after.
+const maxGrouped = 10 * maxWindow
+
+// room is how many more deliveries of action memory may take: the window
+// less what is queued outside open groups, and no more than maxGrouped less
+// what waits in them.
+func room(p *pipeline, name string, q *action.Queue) int {
+	total, grouped := q.Held()
+	r := window(p, name) - (total - grouped)
+	if q.Grouped() {
+		r = min(r, maxGrouped-grouped)
+	}
+	return r
 }
 
 // offer hands committed deliveries to their queues, or leaves them on disk
@@ -79,7 +101,7 @@ func (pg *pager) offer(rs []routed) {
 			continue // already paged in from disk
 		case a.spilled:
 			continue
-		case q.Len() >= window(p, r.action):
+		case room(p, r.action, q) <= 0:
 			a.spilled = true
 			pg.signal()
 			continue
@@ -177,11 +199,11 @@ func (pg *pager) pageIn() {
 			continue
 		}
 		w := window(p, name)
-		room := w - q.Len()
-		if room < w/2 {
+		n := room(p, name, q)
+		if n < w/2 {
 			continue
 		}
-		list, err := pg.store.PendingAfter(name, a.last, room)
+		list, err := pg.store.PendingAfter(name, a.last, n)
 		if err != nil {
 			pg.log.Error("state: cannot read undelivered events; retrying", "action", name, "err", err)
 			continue
@@ -196,7 +218,7 @@ func (pg *pager) pageIn() {
 			}
 			q.Enqueue(&event.Delivery{Payload: &pl, JSON: pd.JSON, Key: storedKey(pd.Key), Seq: pd.Seq})
 		}
-		if len(list) < room {
+		if len(list) < n {
 			a.spilled = false // caught up: new deliveries go to memory again
 		}
 	}
