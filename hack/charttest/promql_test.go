@@ -48,12 +48,16 @@ var closedLabels = []string{"result"}
 func registered(t *testing.T) served {
 	t.Helper()
 	m := metrics.New(metrics.Sources{
-		Queues: func() []metrics.QueueSample { return []metrics.QueueSample{{Action: "out", Depth: 1}} },
+		Queues: func() []metrics.QueueSample {
+			return []metrics.QueueSample{{Action: "out", Depth: 1}, {Action: "grouped", Depth: 1, Grouped: true, GroupEvents: 1, Groups: 1}}
+		},
 		Watches: func() []metrics.WatchSample {
-			return []metrics.WatchSample{{Resource: "configmaps", Synced: true, LastEvent: time.Now()}}
+			return []metrics.WatchSample{{Resource: "configmaps", Synced: true, LastEvent: time.Now(), Objects: 1}}
 		},
 		RuleErrors: func() map[string]uint64 { return map[string]uint64{"r": 1} },
+		Clusters:   func() []metrics.ClusterSample { return []metrics.ClusterSample{{Name: "east", Up: true}} },
 	})
+	m.SetShard(0, 2) // what a shard serves too
 	m.Event("configmaps", "add")
 	m.Evaluated("r", time.Microsecond, true)
 	m.Reloaded(true)
