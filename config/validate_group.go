@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/dynwatch/dynwatch/editdist"
 )
 
 // validate checks an action's group: its by labels, wait, interval and max.
@@ -57,7 +59,7 @@ func (r *RateLimitSpec) validate(v *validator, p string) {
 func nearestLabel(l string) string {
 	best, bestD := "", 3
 	for _, c := range GroupByLabels {
-		if d := editDistance(strings.ToLower(l), c); d < bestD {
+		if d := editdist.Levenshtein(strings.ToLower(l), c); d < bestD {
 			best, bestD = c, d
 		}
 	}
@@ -65,25 +67,4 @@ func nearestLabel(l string) string {
 		return ""
 	}
 	return fmt.Sprintf(", did you mean %q?", best)
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/dynwatch/dynwatch/editdist"
 )
 
 // Name spells a resource the way kubectl accepts it: resource.group, or the
@@ -81,7 +83,7 @@ func (c *Catalog) suggest(name string) string {
 		if !r.Preferred || !r.Watchable() {
 			continue
 		}
-		if editDistance(head, r.Resource) <= 2 || editDistance(head, r.Singular) <= 2 || (len(head) >= 4 && strings.HasPrefix(r.Resource, head)) {
+		if editdist.Levenshtein(head, r.Resource) <= 2 || editdist.Levenshtein(head, r.Singular) <= 2 || (len(head) >= 4 && strings.HasPrefix(r.Resource, head)) {
 			if !slices.Contains(close, r.Name()) {
 				close = append(close, r.Name())
 			}
@@ -91,27 +93,6 @@ func (c *Catalog) suggest(name string) string {
 		return " (run dynwatch resources to see what the server serves)"
 	}
 	return " (did you mean " + strings.Join(close, ", ") + "?)"
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // MatchesObject reports, offline, whether s selects an object of this group,
@@ -147,9 +128,9 @@ func (c *Catalog) WhyNothing(s Selector) string {
 			continue
 		}
 		switch {
-		case s.Kind != "" && !hasGlobChars(s.Kind) && editDistance(strings.ToLower(s.Kind), strings.ToLower(r.Kind)) <= 2:
+		case s.Kind != "" && !hasGlobChars(s.Kind) && editdist.Levenshtein(strings.ToLower(s.Kind), strings.ToLower(r.Kind)) <= 2:
 			close = append(close, "kind: "+r.Kind)
-		case s.Resource != "" && !hasGlobChars(s.Resource) && (editDistance(s.Resource, r.Resource) <= 2 || editDistance(s.Resource, r.Singular) <= 2):
+		case s.Resource != "" && !hasGlobChars(s.Resource) && (editdist.Levenshtein(s.Resource, r.Resource) <= 2 || editdist.Levenshtein(s.Resource, r.Singular) <= 2):
 			close = append(close, "resource: "+r.Resource)
 		}
 	}

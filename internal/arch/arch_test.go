@@ -20,7 +20,7 @@ const module = "github.com/dynwatch/dynwatch/"
 // on lower floors and those listed as its peers on its own floor, never one on
 // a higher floor: imports flow one way.
 var floors = [][]string{
-	{"event", "fieldpath", "reaper"},
+	{"editdist", "event", "fieldpath", "reaper"},
 	{"config", "discovery", "dyninformer", "state"},
 	{"payload", "restart", "rules"},
 	{"action", "plan", "metrics"},
