@@ -57,15 +57,19 @@ type group struct {
 	sent time.Time // when its last delivery was formed; zero: none yet
 	// held: it was due, but some members wait for an earlier event of their
 	// object in another group.
-	held  bool
-	last  *item // its latest delivery not finished, which the next follows
-	index int   // in the heap; -1 when not in it
+	held bool
+	// resume is the due time a late member put off (zero: none): the group
+	// is due now for its late members only, and due at resume again after.
+	resume time.Time
+	last   *item // its latest delivery not finished, which the next follows
+	index  int   // in the heap; -1 when not in it
 }
 
 // member is one event waiting in an open group.
 type member struct {
-	d *event.Delivery
-	g *group
+	d    *event.Delivery
+	g    *group
+	late bool // accepted before the group's last delivery was formed
 }
 
 // objLine is what one object (a delivery key) has in the queue: its events
@@ -140,6 +144,9 @@ func (g *grouper) observe(now time.Time) {
 	if back := g.seen.Sub(now); back > 0 {
 		for _, gr := range g.due {
 			gr.due = gr.due.Add(-back)
+			if !gr.resume.IsZero() {
+				gr.resume = gr.resume.Add(-back)
+			}
 		}
 	}
 	g.seen = now
@@ -166,6 +173,12 @@ func (g *grouper) join(d *event.Delivery, now time.Time) (earliest bool) {
 		gr.due, gr.span = acceptTime(d, now).Add(g.opts.Wait), g.opts.Wait
 		heap.Push(&g.due, gr)
 	} else if late(gr, d, now) {
+		// Only the late members go now: the others still wait the
+		// Interval after the group's last delivery.
+		m.late = true
+		if gr.resume.IsZero() {
+			gr.resume = gr.due
+		}
 		gr.due = now
 		heap.Fix(&g.due, gr.index)
 	}

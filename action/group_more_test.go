@@ -270,3 +270,26 @@ func TestGroupLateEventOfTheBurstNotHeld(t *testing.T) {
 		t.Errorf("an event accepted after the delivery went before the interval: %+v", r.sent())
 	}
 }
+
+// A genuinely new event (accepted after the group's delivery) waits the
+// interval even when a late event of the burst joins the group after it:
+// only the late event goes at once.
+func TestGroupLateEventDoesNotReleaseNewOnes(t *testing.T) {
+	t.Parallel()
+	q, r, fc := groupQueue(t, nsGroup(), QueueOptions{})
+	accepted := fc.Now()
+	q.Enqueue(gdelivery("a", "cm0", 0, event.Add, accepted))
+	waitOnClock(t, fc, q, "the first group", time.Minute, func() bool { return len(r.sent()) == 1 })
+	sleepOnClock(t, fc, q, time.Second)
+	q.Enqueue(gdelivery("a", "cm2", 0, event.Add, fc.Now())) // new: the interval holds it
+	q.Enqueue(gdelivery("a", "cm1", 0, event.Add, accepted)) // late: goes at once
+	waitOnClock(t, fc, q, "the late event, at once", time.Second, func() bool { return len(r.sent()) == 2 })
+	if s := r.sent(); len(s) >= 2 && len(s[1].events) != 1 {
+		t.Errorf("the late event released an event accepted after the delivery, before the interval: %+v", s[1])
+	}
+	sleepOnClock(t, fc, q, time.Minute)
+	if len(r.sent()) != 2 {
+		t.Fatalf("the new event went before the interval: %d deliveries", len(r.sent()))
+	}
+	waitOnClock(t, fc, q, "the new event, after the interval", 5*time.Minute, func() bool { return len(r.sent()) == 3 })
+}

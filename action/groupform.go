@@ -77,6 +77,10 @@ func (q *Queue) fireDue(now time.Time) {
 			delete(g.groups, gr.key)
 			continue
 		}
+		if !gr.resume.IsZero() {
+			q.formLate(gr, now)
+			continue
+		}
 		q.form(gr, now)
 	}
 }
@@ -109,12 +113,50 @@ func (q *Queue) flushGroups(now time.Time) {
 // due again once they are taken). gr is due next when its Interval after
 // this delivery ends. q.mu is held.
 func (q *Queue) form(gr *group, now time.Time) {
+	gr.resume = time.Time{}
+	taken, rest := q.take(gr, now, false)
+	gr.members = rest
+	for len(taken) > 0 {
+		n := min(len(taken), max(q.grp.opts.Max, 1))
+		q.addBatch(gr, taken[:n:n])
+		taken = taken[n:]
+		gr.sent = now
+	}
+	gr.held = len(rest) > 0
+	if gr.held {
+		gr.due = now.Add(q.grp.opts.Interval)
+	} else {
+		gr.due = gr.sent.Add(q.grp.opts.Interval)
+	}
+	gr.span = q.grp.opts.Interval
+	heap.Fix(&q.grp.due, gr.index)
+}
+
+// formLate delivers gr's late members (those its last delivery missed) now,
+// the ones no earlier event of their object holds back, without moving the
+// Interval that holds the others: gr is due again when it was before a late
+// member joined. A late member held back goes with the next delivery.
+// q.mu is held.
+func (q *Queue) formLate(gr *group, now time.Time) {
+	taken, rest := q.take(gr, now, true)
+	gr.members = rest
+	for len(taken) > 0 {
+		n := min(len(taken), max(q.grp.opts.Max, 1))
+		q.addBatch(gr, taken[:n:n])
+		taken = taken[n:]
+	}
+	gr.due, gr.resume = gr.resume, time.Time{}
+	heap.Fix(&q.grp.due, gr.index)
+}
+
+// take removes from gr, in order, every member (only the late ones, if
+// lateOnly) whose object has no earlier event waiting, and returns them and
+// the members left. q.mu is held.
+func (q *Queue) take(gr *group, now time.Time, lateOnly bool) (taken []*event.Delivery, rest []*member) {
 	g := q.grp
-	var taken []*event.Delivery
-	var rest []*member
 	for _, m := range gr.members {
 		l := g.objs[m.d.Key]
-		if l.untaken[0] != m {
+		if (lateOnly && !m.late) || l.untaken[0] != m {
 			rest = append(rest, m)
 			continue
 		}
@@ -130,21 +172,7 @@ func (q *Queue) form(gr *group, now time.Time) {
 		taken = append(taken, m.d)
 	}
 	g.waiting -= len(taken)
-	gr.members = rest
-	for len(taken) > 0 {
-		n := min(len(taken), max(g.opts.Max, 1))
-		q.addBatch(gr, taken[:n:n])
-		taken = taken[n:]
-		gr.sent = now
-	}
-	gr.held = len(rest) > 0
-	if gr.held {
-		gr.due = now.Add(g.opts.Interval)
-	} else {
-		gr.due = gr.sent.Add(g.opts.Interval)
-	}
-	gr.span = g.opts.Interval
-	heap.Fix(&g.due, gr.index)
+	return taken, rest
 }
 
 // addBatch makes members one grouped delivery of gr and puts it in pending,
