@@ -13,7 +13,8 @@ import (
 )
 
 // shardState brings a state file just opened to this shard: a reshard
-// (reshardState), a file the set outgrew (forgetIfStale), and, with
+// (reshardState), a file the set outgrew (forgetIfStale), the objects that
+// moved away and were deleted meanwhile (settleMovedAway), and, with
 // leaderElection, what the shards' Leases say of the previous spec's ends
 // (noteMovedFrom). ctx is the Lease's (nil without leader election).
 func (d *daemon) shardState(ctx context.Context, store *state.Store) error {
@@ -24,6 +25,9 @@ func (d *daemon) shardState(ctx context.Context, store *state.Store) error {
 	}
 	forgot, err := d.forgetIfStale(ctx, store)
 	if err != nil {
+		return err
+	}
+	if err := d.settleMovedAway(ctx, store); err != nil {
 		return err
 	}
 	return d.noteMovedFrom(ctx, store, r, ran && !forgot)
