@@ -344,6 +344,12 @@ func checkReshard(t *testing.T, got map[int][]event.Payload, uids map[string]str
 			if got := fmt.Sprintf("%s %v", p.Type, p.Replay); got != want || from != i {
 				t.Errorf("shard %d delivered %s of %s (shard %d of 2, %d of 3), want %q from shard %d", i, got, p.Name, shardOf(2, p.UID), shardOf(3, p.UID), want, from)
 			}
+			// A moved-in update knows nothing of the old state; one of an
+			// object that kept its shard has its recorded values.
+			movedIn := shardOf(2, p.UID) != shardOf(3, p.UID)
+			if p.Type == event.Update && movedIn != (string(p.OldObject) == "{}" && len(p.Changed) == 0) {
+				t.Errorf("update of %s (moved %v): oldObject %s, changed %v", p.Name, movedIn, p.OldObject, p.Changed)
+			}
 		}
 	}
 	var lost, delivered, moved int
