@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	k8sdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 
@@ -78,6 +79,9 @@ type daemon struct {
 	acting  atomic.Bool
 	// shard is this process's shard (shard.go); everything without shards.
 	shard dyninformer.Shard
+	// ownLease is this shard's Lease as elect first read it, before this
+	// process wrote it (nil: none), for shardmove.go.
+	ownLease *coordinationv1.Lease
 
 	mu   sync.Mutex
 	file *plan.File // the last valid config, for the next term
@@ -260,12 +264,7 @@ func (d *daemon) openState(file *plan.File, lease context.Context) (*state.Store
 		store, err := state.Open(path)
 		switch {
 		case err == nil:
-			if err := d.reshardState(store); err != nil {
-				store.Close()
-				d.log.Error("cannot open the state", "err", err)
-				return nil, ErrFailed
-			}
-			if err := d.forgetIfStale(lease, store); err != nil {
+			if err := d.shardState(lease, store); err != nil {
 				store.Close()
 				d.log.Error("cannot open the state", "err", err)
 				return nil, ErrFailed

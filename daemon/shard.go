@@ -50,18 +50,19 @@ func (d *daemon) shardSpec() string {
 
 // reshardState compares the shard spec the state file was written under with
 // this process's: on a change (shards.count, index or by), the records of
-// objects now another shard's are dropped silently and objects new to the
-// share are taken as a baseline (state.Store.Reshard).
-func (d *daemon) reshardState(store *state.Store) error {
+// objects now another shard's are set aside (settleMovedAway) and objects
+// new to the share are compared with their old shard's end
+// (state.Store.Reshard, noteMovedFrom). It returns what Reshard did (nil: no change).
+func (d *daemon) reshardState(store *state.Store) (*state.Resharded, error) {
 	r, err := store.Reshard(d.shardSpec(), d.shard.Owns)
 	switch {
 	case err != nil:
-		return fmt.Errorf("reshard the state: %w", err)
+		return nil, fmt.Errorf("reshard the state: %w", err)
 	case r != nil && r.From != "":
-		d.log.Warn("state: written under another shard spec; records of objects now another shard's dropped, objects new to this shard taken as a baseline (their changes while resharding do not fire)",
+		d.log.Warn("state: written under another shard spec; records of objects now another shard's set aside (those deleted while stopped replay their delete here), objects new to this shard compared with when their old shard stopped",
 			"from", r.From, "to", orAll(r.To), "recordsDropped", r.Dropped)
 	}
-	return nil
+	return r, nil
 }
 
 func orAll(spec string) string {

@@ -152,7 +152,7 @@ func (m *Manager) event(e *entry, t event.Type, obj, oldObj any) *event.Event {
 	// What event.New makes, with the metadata the Object read when it was
 	// decoded instead of reading it from the bytes again.
 	return &event.Event{Type: t, Resource: e.watch.Resource, Object: o.raw, OldObject: oldJSON,
-		Namespace: o.namespace, Name: o.name, UID: o.uid, ResourceVersion: o.resourceVersion, Time: m.now()}
+		Namespace: o.namespace, Name: o.name, UID: o.uid, ResourceVersion: o.resourceVersion, Time: m.now(), Modified: o.modifiedAt()}
 }
 
 // Resyncs returns how many resyncs (an object handed over again unchanged)

@@ -25,6 +25,10 @@ import (
 type Object struct {
 	raw                                   []byte
 	name, namespace, uid, resourceVersion string
+	// modified is the latest time of its managedFields (Unix seconds, the
+	// API server's clock; 0: none), read before they are cut out: when it
+	// was last changed (see event.Event.Modified).
+	modified int64
 }
 
 // JSON returns the object's JSON bytes (managedFields cut out). They must not
@@ -249,6 +253,7 @@ func readMetadata(m *scanner, o *Object) [2]int {
 			o.resourceVersion = stringValue(b[s:e], true)
 		case "managedFields":
 			cut = [2]int{k, e}
+			o.modified = latestTime(b[s:e])
 		}
 	}
 }

@@ -124,6 +124,11 @@ type Event struct {
 	Recorded Recorded
 	// Time is when dynwatch saw the event.
 	Time time.Time
+	// Modified is when the object was last changed, the latest time of its
+	// managedFields (the API server's clock, to the second), read by the
+	// informers' decoder before it cuts them out; zero when unknown. A
+	// reshard compares it with an old shard's end.
+	Modified time.Time
 	// Cluster names the cluster the event comes from, with several
 	// clusters; "" is the one cluster.
 	Cluster string

@@ -80,6 +80,12 @@ func (s *Store) Forget() (records int, err error) {
 				return err
 			}
 		}
+		if err := forgetMovedFrom(tx.Bucket(bucketMeta)); err != nil {
+			return err
+		}
+		if err := dropMovedAway(tx); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketMeta).Delete(keySpecEnded)
 	})
 	return records, err

@@ -26,8 +26,11 @@ type Resharded struct {
 // Reshard makes the file's records those of shard spec to, whose share owns
 // says. The file keeps the spec it was written under; when it differs (a
 // changed shards.count, index or by, or shards added or removed), the
-// records of objects no longer in the share are dropped, silently (their
-// new shard has them: no delete is replayed for an object that only moved),
+// records of objects no longer in the share leave the records, silently
+// (their new shard has them: no delete is replayed for an object that only
+// moved), set aside until the daemon knows which of them still exist
+// (MovedAway, SettleMovedAway: one deleted while the set was stopped
+// replays its delete here, the shard that had it),
 // and every baseline is marked resharded, so that a listed object without a
 // record fires nothing (it is new to the share, not to the cluster: see
 // Tx.Resharded). It returns nil when the spec did not change.
@@ -43,13 +46,22 @@ func (s *Store) Reshard(to string, owns func(uid, namespace string) bool) (*Resh
 		objects := tx.Bucket(bucketObjects)
 		err := objects.ForEachBucket(func(k []byte) error {
 			b := objects.Bucket(k)
-			return dropKeys(b, func(uid string) bool {
-				drop := !owns(uid, gjson.GetBytes(b.Get([]byte(uid)), "ns").Str)
+			var stashErr error
+			err := dropKeys(b, func(uid string) bool {
+				v := b.Get([]byte(uid))
+				drop := !owns(uid, gjson.GetBytes(v, "ns").Str)
 				if drop {
 					out.Dropped++
+					if err := stashMovedAway(tx, from, k, uid, v); err != nil && stashErr == nil {
+						stashErr = err
+					}
 				}
 				return drop
 			})
+			if err != nil {
+				return err
+			}
+			return stashErr
 		})
 		if err != nil {
 			return err
@@ -63,6 +75,9 @@ func (s *Store) Reshard(to string, owns func(uid, namespace string) bool) (*Resh
 			}
 		}
 		if err := keepSpecEnd(meta); err != nil {
+			return err
+		}
+		if err := forgetMovedFrom(meta); err != nil {
 			return err
 		}
 		return meta.Put(keyShard, []byte(to))

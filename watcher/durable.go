@@ -103,6 +103,7 @@ func recordPaths(rs []*rules.Rule) []string {
 // startListing notes new watches, whose initial lists are compared with the
 // records (known lists) or recorded as new.
 func (d *durable) startListing(watches []dyninformer.Started, lists dyninformer.Lists) {
+	d.adoptNewShard(watches)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, w := range watches {
@@ -197,12 +198,15 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 	d.commits.Submit(len(ev.Object)+len(ev.OldObject), func(tx *state.Tx) error {
 		evs := []*event.Event{ev}
 		var known restart.Known
-		if compare && !l.baselineOnly(tx, res, ev) {
-			var err error
-			if known, err = l.known(tx, res, ev); err != nil {
+		if compare {
+			k, baseline, err := l.reshardKnown(tx, res, ev)
+			if err != nil {
 				return err
 			}
-			evs = append(restart.Listed(l.res, ev, known, l.found(), d.key, time.Now()), ev)
+			if !baseline {
+				known = k
+				evs = append(restart.Listed(l.res, ev, known, l.found(), d.key, time.Now()), ev)
+			}
 		}
 		out := routeAll(p, watch, evs)
 		if err := d.outbox.put(tx, out); err != nil {

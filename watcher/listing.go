@@ -21,7 +21,7 @@ type listing struct {
 	// namespace is the watch's namespace ("" = all).
 	namespace string
 	baseline  bool
-	// resharded: the baseline is of another shard spec (see baselineOnly).
+	// resharded: the baseline is of another shard spec (see reshardKnown).
 	resharded bool
 	diff      bool // the list is of objects known before (start, reload, move): compare
 	// moved: the watch replaced one on another version while dynwatch ran; what

@@ -5,40 +5,145 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/restart"
 	"github.com/dynwatch/dynwatch/state"
 )
 
-// baselineOnly reports whether a listed object is recorded without a
-// comparison: after a reshard (state.Tx.Resharded), an object of the share
-// without a record of its own moved in from another shard, which had it and
-// fired its events; it is new to this shard only, and fires nothing (as a
-// first start's baseline). But one created after the previous shard spec
-// last ran (state.Tx.ReshardedAfter) is new to the cluster: no shard saw it,
-// and it is compared, so its add replays. Objects with a record compare as
-// after any restart.
-func (l *listing) baselineOnly(tx *state.Tx, res state.Resource, ev *event.Event) bool {
-	if !l.resharded {
-		return false
+// moved is what a listed object without a record fires after a reshard:
+// it moved in from another shard (its old owner), or is new.
+type moved uint8
+
+const (
+	// movedNothing: its old owner had it as it is now and fired its events;
+	// it is recorded as a baseline.
+	movedNothing moved = iota
+	// movedAdd: created after its old owner's end, so no shard saw it: a
+	// replayed add.
+	movedAdd
+	// movedUpdate: changed after its old owner's end, which did not see
+	// that: a replayed update from nothing known (see movedIn).
+	movedUpdate
+)
+
+// movedIn decides what a moved-in object fires, given when its old owner
+// last ran (ok false: not known, and it fires nothing). created and
+// modified are the API server's times, to the second; end is the old
+// owner's, truncated to the second, so that a change in the very second it
+// stopped fires (a second time if it had seen it: at-least-once). A
+// modified time not known (an object without managedFields) counts as
+// changed: nothing is lost for want of it.
+func movedIn(created, modified, end time.Time, ok bool) moved {
+	if !ok {
+		return movedNothing
 	}
-	if _, _, recorded := tx.Version(res, ev.UID); recorded {
-		return false
+	end = end.Truncate(time.Second)
+	switch {
+	case !created.IsZero() && !created.Before(end):
+		return movedAdd
+	case modified.IsZero() || !modified.Before(end):
+		return movedUpdate
 	}
-	after, ok := tx.ReshardedAfter()
-	return !ok || !createdSince(ev.Object, after)
+	return movedNothing
 }
 
-// createdSince reports whether the object's creationTimestamp (the API
-// server's clock, to the second) is not before at (this machine's clock)
-// truncated to the second: an object created in the second the previous
-// spec stopped counts as new, so that it fires once at least (a moved one
-// created in that second fires a second add: at-least-once). A skew between
-// the two clocks moves the boundary by as much (see README, Scaling out).
-func createdSince(obj []byte, at time.Time) bool {
-	ts := gjson.GetBytes(obj, "metadata.creationTimestamp").Str
-	created, err := time.Parse(time.RFC3339, ts)
-	if err != nil {
-		return false
+// reshardKnown is listing.known after a reshard (state.Tx.Resharded): an
+// object of the share without a record moved in from its old owner, which
+// had it and fired its events up to its end; from there it is compared as
+// movedIn says. baseline is true when it fires nothing. A moved-in update
+// is compared with an empty record: its payload has "replay": true, an
+// empty oldObject and no changed paths (nothing of its old state is known
+// here), and rules decide on it as on an update from nothing.
+func (l *listing) reshardKnown(tx *state.Tx, res state.Resource, ev *event.Event) (k restart.Known, baseline bool, err error) {
+	if l.resharded {
+		if _, _, recorded := tx.Version(res, ev.UID); !recorded {
+			end, ok := oldOwnerEnd(tx, ev)
+			switch movedIn(timeAt(ev.Object, "metadata.creationTimestamp"), modifiedAt(ev), end, ok) {
+			case movedNothing:
+				return k, true, nil
+			case movedUpdate:
+				k, err = l.known(tx, res, ev)
+				k.Record = &state.Record{}
+				return k, false, err
+			}
+		}
 	}
-	return !created.Before(at.Truncate(time.Second))
+	k, err = l.known(tx, res, ev)
+	return k, false, err
+}
+
+// oldOwnerEnd is when the object's shard under the previous spec last ran:
+// as that shard's Lease said at the reshard (state.Tx.MovedFrom, with
+// leaderElection), else when this file's previous spec last ran
+// (state.Tx.ReshardedAfter: the set stops together to reshard).
+func oldOwnerEnd(tx *state.Tx, ev *event.Event) (time.Time, bool) {
+	if m, ok := tx.MovedFrom(); ok {
+		if at, ok := m.End(ownerUnder(m, ev.UID, ev.Namespace)); ok {
+			return at, true
+		}
+	}
+	return tx.ReshardedAfter()
+}
+
+// ownerUnder is the index of the object's shard under spec m.
+func ownerUnder(m state.MovedFrom, uid, namespace string) int {
+	for i := range m.Count {
+		if dyninformer.NewShard(m.Count, i, m.ByNamespace).Owns(uid, namespace) {
+			return i
+		}
+	}
+	return 0
+}
+
+// modifiedAt is when the object was last changed: the informers' decoder
+// read it from the managedFields it cut out (event.Event.Modified); an
+// object that still has them (made by event.New) is read here.
+func modifiedAt(ev *event.Event) time.Time {
+	if !ev.Modified.IsZero() {
+		return ev.Modified
+	}
+	var latest time.Time
+	for _, r := range gjson.GetBytes(ev.Object, "metadata.managedFields.#.time").Array() {
+		if t, err := time.Parse(time.RFC3339, r.Str); err == nil && t.After(latest) {
+			latest = t
+		}
+	}
+	return latest
+}
+
+// timeAt reads an RFC 3339 time at path (zero when missing).
+func timeAt(obj []byte, path string) time.Time {
+	t, err := time.Parse(time.RFC3339, gjson.GetBytes(obj, path).Str)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// adoptNewShard takes, in the file of a shard new to the set at a reshard,
+// the scopes of its first watches as resharded (state.Tx.AdoptNewShard), in
+// one transaction before they are noted: their lists are then compared as
+// after a reshard, and a crash before they end finds them so again.
+func (d *durable) adoptNewShard(watches []dyninformer.Started) {
+	var marked bool
+	_ = d.store.View(func(tx *state.Tx) error { marked = tx.NewShard(); return nil })
+	if !marked {
+		return // the common case: no write
+	}
+	scopes := make([]state.Scope, len(watches))
+	for i, w := range watches {
+		scopes[i] = watchScope(w.Key())
+	}
+	var adopted bool
+	err := d.store.Update(func(tx *state.Tx) (err error) {
+		adopted, err = tx.AdoptNewShard(scopes)
+		return err
+	})
+	switch {
+	case err != nil:
+		d.log.Error("state: cannot take this new shard's scopes as resharded; they start from a baseline", "err", err)
+	case adopted:
+		d.log.Info("state: a shard new to the set: objects that moved in are compared with their old shards' ends", "scopes", len(scopes))
+	}
 }

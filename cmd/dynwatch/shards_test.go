@@ -125,17 +125,32 @@ func pkey(p event.Payload) string { return fmt.Sprintf("%s %s %v", p.Type, p.UID
 
 // Two shards on 1000 objects deliver each event exactly once between them,
 // each only its own objects' and each caching only its share; then a
-// reshard to three with state: objects that moved replay nothing (no delete
-// from the old shard, no add from the new), what changed while stopped in an
-// object that stayed with its shard replays once, and nothing is delivered
-// twice.
+// reshard to three with state, without leaderElection: objects that moved
+// replay nothing unless they changed (no delete from the old shard, no add
+// from the new), what changed while stopped replays once, from the shard
+// that owns it now (a delete from the shard that had it), and nothing is
+// delivered twice. Shard 2, new to the set, has no file and no Lease to
+// compare with: its objects' changes in the gap are the one loss left.
 func TestShardsEachEventOnceAndReshard(t *testing.T) {
 	d := dynamic.NewForConfigOrDie(cp.Config)
 	ns := testenv.Namespace(t, d)
 	dir := t.TempDir()
-	two, uids := twoShardsOnce(t, cp, d, dir, ns)
+	two, uids := twoShardsOnce(t, cp, d, dir, ns, "")
 	two.stop()
-	reshardTo3(t, d, dir, ns, uids)
+	reshardTo3(t, d, dir, ns, uids, "")
+}
+
+// The same 2 → 3 reshard with leaderElection: the shards' Leases say when
+// each shard of the old spec stopped, so nothing is lost, the new shard 2's
+// objects included, and nothing that did not change is delivered.
+func TestShardsReshardWithLeasesLosesNothing(t *testing.T) {
+	d := dynamic.NewForConfigOrDie(cp.Config)
+	ns := testenv.Namespace(t, d)
+	dir := t.TempDir()
+	le := fmt.Sprintf("leaderElection: {namespace: %s, name: dw, leaseDuration: 4s, renewDeadline: 3s, retryPeriod: 500ms}\n", ns)
+	two, uids := twoShardsOnce(t, cp, d, dir, ns, le)
+	two.stop()
+	reshardTo3(t, d, dir, ns, uids, le)
 }
 
 // With the API server filtering (ShardedListAndWatch), two shards deliver
@@ -149,7 +164,7 @@ func TestShardsServerFilter(t *testing.T) {
 	defer gated.Stop()
 	d := dynamic.NewForConfigOrDie(gated.Config)
 	ns := testenv.Namespace(t, d)
-	two, _ := twoShardsOnce(t, gated, d, t.TempDir(), ns)
+	two, _ := twoShardsOnce(t, gated, d, t.TempDir(), ns, "")
 	two.stop()
 	for i, p := range two.procs {
 		if !strings.Contains(p.stderr.String(), "objects of other shards are dropped by the server") {
@@ -179,12 +194,12 @@ func TestShardsServerFilter(t *testing.T) {
 	}
 }
 
-// twoShardsOnce runs two shards on 1000 new objects: each event once between
-// them, each its own objects', each caching its share. It returns the
-// shards, running, and the objects' uids by name.
-func twoShardsOnce(t *testing.T, env *testenv.Env, d dynamic.Interface, dir, ns string) (*shardSet, map[string]string) {
+// twoShardsOnce runs two shards (extra: config lines) on 1000 new objects:
+// each event once between them, each its own objects', each caching its
+// share. It returns the shards, running, and the objects' uids by name.
+func twoShardsOnce(t *testing.T, env *testenv.Env, d dynamic.Interface, dir, ns, extra string) (*shardSet, map[string]string) {
 	t.Helper()
-	two := startShards(t, env, dir, ns, 2)
+	two := startShardsWith(t, env, dir, ns, 2, extra)
 	for i, base := range two.bases {
 		if v := metricValue(t, base, fmt.Sprintf(`dynwatch_shard{count="2",index="%d"}`, i)); v != 1 {
 			t.Errorf("shard %d: dynwatch_shard = %d", i, v)
@@ -226,11 +241,11 @@ func twoShardsOnce(t *testing.T, env *testenv.Env, d dynamic.Interface, dir, ns 
 	return two, uids
 }
 
-// reshardTo3 changes objects while no shard runs, then starts three shards
-// on the state the two left.
-func reshardTo3(t *testing.T, d dynamic.Interface, dir, ns string, uids map[string]string) {
+// reshardTo3 changes objects while no shard runs (100 updated, 50 deleted,
+// 20 created), then starts three shards (extra: config lines) on the state
+// the two left, and checks what they deliver (checkReshard).
+func reshardTo3(t *testing.T, d dynamic.Interface, dir, ns string, uids map[string]string, extra string) {
 	t.Helper()
-	// While stopped: 100 updated, 50 deleted, 20 created.
 	ri := d.Resource(cmsGVR).Namespace(ns)
 	for i := range 100 {
 		u, err := ri.Get(t.Context(), fmt.Sprintf("cm-%d", i), metav1.GetOptions{})
@@ -248,8 +263,17 @@ func reshardTo3(t *testing.T, d dynamic.Interface, dir, ns string, uids map[stri
 		}
 	}
 	createCMs(t, d, ns, "gap", 20)
+	l, err := ri.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range l.Items {
+		if strings.HasPrefix(o.GetName(), "gap-") {
+			uids[o.GetName()] = string(o.GetUID())
+		}
+	}
 
-	three := startShards(t, cp, dir, ns, 3)
+	three := startShardsWith(t, cp, dir, ns, 3, extra)
 	createCMs(t, d, ns, "live", 100)
 	testenv.WaitFor(t, "100 live adds", 60*time.Second, func() bool {
 		n := 0
@@ -262,60 +286,91 @@ func reshardTo3(t *testing.T, d dynamic.Interface, dir, ns string, uids map[stri
 		}
 		return n >= 100
 	})
+	time.Sleep(time.Second) // a late replay or a duplicate would come meanwhile
 	three.stop()
-	checkReshard(t, three.payloads(), uids)
+	checkReshard(t, three.payloads(), uids, extra != "")
 }
 
-// checkReshard checks what three shards delivered after a reshard from two.
-func checkReshard(t *testing.T, got map[int][]event.Payload, uids map[string]string) {
-	t.Helper()
-	owner := func(count int, uid string) int {
-		for i := range count {
-			if dyninformer.NewShard(count, i, false).Owns(uid, "") {
-				return i
-			}
+// shardOf is the index of uid's shard of count.
+func shardOf(count int, uid string) int {
+	for i := range count {
+		if dyninformer.NewShard(count, i, false).Owns(uid, "") {
+			return i
 		}
-		return -1
 	}
+	return -1
+}
+
+// reshardWant is what a 2 → 3 reshard delivers for the object name (uid),
+// as "TYPE REPLAY" and the shard that delivers it ("" when nothing): the
+// update of cm-0…99 and the add of gap-*, from its shard of three; the
+// delete of cm-900…949, from its shard of two, which had it. exact: with
+// leaderElection; without, shard 2 (new, no file) fires nothing of its own.
+func reshardWant(name, uid string, exact bool) (string, int) {
+	var n int
+	_, _ = fmt.Sscanf(name, "cm-%d", &n)
+	want, from := "", shardOf(3, uid)
+	switch {
+	case strings.HasPrefix(name, "gap-"):
+		want = "add true"
+	case strings.HasPrefix(name, "cm-") && n < 100:
+		want = "update true"
+	case strings.HasPrefix(name, "cm-") && n >= 900 && n < 950:
+		want, from = "delete true", shardOf(2, uid)
+	}
+	if !exact && from == 2 && want != "" {
+		return "", -1
+	}
+	return want, from
+}
+
+// checkReshard checks what three shards delivered after a reshard from two
+// (uids: every object before the live ones, by name): every change made
+// while stopped once, from the shard reshardWant names, and nothing else
+// but the live adds.
+func checkReshard(t *testing.T, got map[int][]event.Payload, uids map[string]string, exact bool) {
+	t.Helper()
 	seen := map[string]int{}
 	for i, ps := range got {
 		for _, p := range ps {
-			seen[pkey(p)]++
-			if owner(3, p.UID) != i {
-				t.Errorf("shard %d delivered %s %s, another shard's", i, p.Type, p.Name)
-			}
-			var n int
-			_, _ = fmt.Sscanf(p.Name, "cm-%d", &n)
-			switch {
-			case strings.HasPrefix(p.Name, "live-"), strings.HasPrefix(p.Name, "gap-"):
-			case p.Type == event.Update && n < 100, p.Type == event.Delete && n >= 900 && n < 950:
-				if owner(2, p.UID) != i || i == 2 {
-					t.Errorf("shard %d replayed %s %s, which it did not have before", i, p.Type, p.Name)
+			seen[p.Name+" "+pkey(p)]++
+			if strings.HasPrefix(p.Name, "live-") {
+				if p.Type != event.Add || p.Replay || shardOf(3, p.UID) != i {
+					t.Errorf("shard %d delivered %s of %s (replay %v)", i, p.Type, p.Name, p.Replay)
 				}
-			default:
-				t.Errorf("shard %d delivered %s %s (replay %v): nothing changed in it", i, p.Type, p.Name, p.Replay)
+				continue
+			}
+			want, from := reshardWant(p.Name, p.UID, exact)
+			if got := fmt.Sprintf("%s %v", p.Type, p.Replay); got != want || from != i {
+				t.Errorf("shard %d delivered %s of %s (shard %d of 2, %d of 3), want %q from shard %d", i, got, p.Name, shardOf(2, p.UID), shardOf(3, p.UID), want, from)
+			}
+			// A moved-in update knows nothing of the old state; one of an
+			// object that kept its shard has its recorded values.
+			movedIn := shardOf(2, p.UID) != shardOf(3, p.UID)
+			if p.Type == event.Update && movedIn != (string(p.OldObject) == "{}" && len(p.Changed) == 0) {
+				t.Errorf("update of %s (moved %v): oldObject %s, changed %v", p.Name, movedIn, p.OldObject, p.Changed)
 			}
 		}
 	}
-	for k, n := range seen {
-		if n != 1 {
-			t.Errorf("%s delivered %d times", k, n)
-		}
-	}
-	// What the contract keeps: every change of an object that kept its
-	// shard (0 or 1, which have their state) replays.
+	var lost, delivered, moved int
 	for name, uid := range uids {
-		var n int
-		_, _ = fmt.Sscanf(name, "cm-%d", &n)
-		o := owner(3, uid)
-		if o == 2 || owner(2, uid) != o {
+		want, _ := reshardWant(name, uid, exact)
+		if want == "" {
 			continue
 		}
-		switch {
-		case n < 100 && seen[fmt.Sprintf("update %s true", uid)] != 1:
-			t.Errorf("%s (shard %d) updated while stopped: no replayed update", name, o)
-		case n >= 900 && n < 950 && seen[fmt.Sprintf("delete %s true", uid)] != 1:
-			t.Errorf("%s (shard %d) deleted while stopped: no replayed delete", name, o)
+		typ, replay, _ := strings.Cut(want, " ")
+		switch n := seen[fmt.Sprintf("%s %s %s %s", name, typ, uid, replay)]; {
+		case n == 0:
+			lost++
+			t.Errorf("%s (shard %d of 2, %d of 3): its %s while stopped is lost", name, shardOf(2, uid), shardOf(3, uid), typ)
+		case n > 1:
+			t.Errorf("%s: its %s delivered %d times", name, typ, n)
+		default:
+			delivered++
+			if shardOf(2, uid) != shardOf(3, uid) {
+				moved++
+			}
 		}
 	}
+	t.Logf("%d changes made while stopped delivered (%d of objects that moved shards), %d lost", delivered, moved, lost)
 }

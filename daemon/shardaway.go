@@ -1,0 +1,117 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/dynwatch/dynwatch/dyninformer"
+	"github.com/dynwatch/dynwatch/state"
+)
+
+// settleTimeout bounds the lists settleMovedAway makes.
+const settleTimeout = 2 * time.Minute
+
+// settleMovedAway asks the API server which objects a reshard moved away
+// from this shard still exist (state.Store.MovedAway): it lists their old
+// share (this shard's range under the spec they were recorded under: where
+// the server filters, it sends that share only) in each namespace scope
+// their resource was watched in. A record whose object the lists did not
+// hold goes back among the records, so that its delete, made while the set
+// was stopped, replays from this shard, which had it; the others are
+// dropped. What cannot be listed (another cluster's records, a list that
+// fails) is dropped as before, saying so: those deletes do not replay.
+func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error {
+	from, away, err := store.MovedAway()
+	if err != nil || len(away) == 0 {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	prev, index := parseSpec(from)
+	client := d.o.Informers.Unsharded().WithShard(dyninformer.NewShard(prev.Count, index, prev.ByNamespace), d.log)
+	var replayed int
+	for res, recs := range away {
+		gone, err := d.gone(ctx, client, store, res, recs)
+		if err != nil {
+			d.log.Warn("state: cannot tell which objects that moved to another shard were deleted while the set was stopped; their records are dropped (those deletes do not replay)",
+				"resource", res.String(), "records", len(recs), "err", err)
+			gone = nil
+		}
+		if err := store.SettleMovedAway(res, gone); err != nil {
+			return fmt.Errorf("settle the records of objects that moved away: %w", err)
+		}
+		replayed += len(gone)
+	}
+	d.log.Info("state: objects that moved to another shard settled; those deleted while the set was stopped replay their delete from this shard", "deleted", replayed)
+	return store.DropMovedAway()
+}
+
+// gone lists res in each namespace scope it has a baseline in and returns
+// the uids of recs in those scopes that no list held (none listed: an
+// error, nothing can be told).
+func (d *daemon) gone(ctx context.Context, client *dyninformer.Client, store *state.Store, res state.Resource, recs []state.MovedAway) ([]string, error) {
+	if res.Cluster != "" || d.o.Discovery == nil {
+		return nil, fmt.Errorf("records of cluster %q are not listed here", res.Cluster)
+	}
+	gvr, err := d.preferred(res)
+	if err != nil {
+		return nil, err
+	}
+	scopes := store.Namespaces(res)
+	if len(scopes) == 0 {
+		return nil, fmt.Errorf("%s was never listed in full", res.String())
+	}
+	exists := map[string]bool{}
+	for _, ns := range scopes {
+		opts := metav1.ListOptions{Limit: 500}
+		for {
+			l, err := client.List(ctx, gvr, ns, opts)
+			if err != nil { // once more: a server that refused the selector is filtered on the client now
+				l, err = client.List(ctx, gvr, ns, opts)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("list %s in %q: %w", gvr, ns, err)
+			}
+			for _, o := range l.Items {
+				if obj, ok := o.(*dyninformer.Object); ok {
+					exists[string(obj.GetUID())] = true
+				}
+			}
+			if opts.Continue = l.Continue; opts.Continue == "" {
+				break
+			}
+		}
+	}
+	var gone []string
+	for _, r := range recs {
+		if !exists[r.UID] && slices.ContainsFunc(scopes, func(ns string) bool { return res.In(ns).Covers(r.Namespace) }) {
+			gone = append(gone, r.UID)
+		}
+	}
+	return gone, nil
+}
+
+// preferred is the version of res's group the API server prefers.
+func (d *daemon) preferred(res state.Resource) (schema.GroupVersionResource, error) {
+	if res.Group == "" {
+		return schema.GroupVersionResource{Version: "v1", Resource: res.Resource}, nil
+	}
+	groups, err := d.o.Discovery.ServerGroups()
+	if err != nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("discovery: %w", err)
+	}
+	for _, g := range groups.Groups {
+		if g.Name == res.Group {
+			return schema.GroupVersionResource{Group: g.Name, Version: g.PreferredVersion.Version, Resource: res.Resource}, nil
+		}
+	}
+	return schema.GroupVersionResource{}, fmt.Errorf("group %s is not served", res.Group)
+}

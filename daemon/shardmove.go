@@ -1,0 +1,207 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dynwatch/dynwatch/state"
+)
+
+// shardState brings a state file just opened to this shard: a reshard
+// (reshardState), a file the set outgrew (forgetIfStale), the objects that
+// moved away and were deleted meanwhile (settleMovedAway), and, with
+// leaderElection, what the shards' Leases say of the previous spec's ends
+// (noteMovedFrom). ctx is the Lease's (nil without leader election).
+func (d *daemon) shardState(ctx context.Context, store *state.Store) error {
+	_, ran := store.LastRun()
+	r, err := d.reshardState(store)
+	if err != nil {
+		return err
+	}
+	forgot, err := d.forgetIfStale(ctx, store)
+	if err != nil {
+		return err
+	}
+	if err := d.settleMovedAway(ctx, store); err != nil {
+		return err
+	}
+	return d.noteMovedFrom(ctx, store, r, ran && !forgot)
+}
+
+// specNow is this shard's spec, as the Leases carry it.
+func (d *daemon) specNow() state.MovedFrom {
+	return state.MovedFrom{Count: d.shard.Count, ByNamespace: d.shard.ByNamespace}
+}
+
+// noteMovedFrom keeps in the file, once per reshard, when each shard of the
+// previous spec last ran, as their Leases say (leaseEnd): an object that
+// moved in is compared with its old owner's end (watcher, reshard.go). A
+// file that ran before knows the previous spec (r, when it changed); a new
+// file (or one forgotten) is a shard new to the set when its own Lease did
+// not show this spec before this process took it (newToSet), and reads the
+// previous spec off the others' Leases. Without leaderElection there are no
+// Leases: a file that ran compares with its own end, a new one with nothing.
+func (d *daemon) noteMovedFrom(ctx context.Context, store *state.Store, r *state.Resharded, ran bool) error {
+	le := d.o.File.Config.LeaderElection
+	if le == nil || d.o.File.Config.Shards == nil || d.o.Kube == nil {
+		return nil
+	}
+	var (
+		prev     state.MovedFrom
+		own      = -1 // this shard's index under prev: its own file's end stands for it
+		newShard bool
+	)
+	switch {
+	case ran && r == nil:
+		return nil // no reshard: what the last one kept stays
+	case ran:
+		prev, own = parseSpec(r.From)
+	case d.newToSet(ctx):
+		var ok bool
+		if prev, ok = d.previousSpec(ctx); !ok {
+			return nil // no shard ran before: a first start
+		}
+		newShard = true
+	default:
+		return nil
+	}
+	var unknown []int
+	for i := range prev.Count {
+		if i == own {
+			continue
+		}
+		if at, ok := d.peerEnd(ctx, prev, i); ok {
+			prev.SetEnd(i, at)
+		} else {
+			unknown = append(unknown, i)
+		}
+	}
+	if err := store.SetMovedFrom(prev, newShard); err != nil {
+		return fmt.Errorf("keep the previous shard spec: %w", err)
+	}
+	d.log.Info("state: resharded; objects that moved in are compared with when their shard under the previous spec stopped, as its Lease says",
+		"previousCount", prev.Count, "ends", prev.Ends, "newShard", newShard)
+	if len(unknown) > 0 {
+		d.log.Warn("state: no Lease says when these shards of the previous spec stopped; objects that moved in from them are compared with this file's own end (a new shard's: none, they fire nothing)",
+			"previousCount", prev.Count, "shards", unknown)
+	}
+	return nil
+}
+
+// parseSpec reads a spec the state file kept (dyninformer.Shard.String,
+// "1/3 by uid"; "" is no shards), with its index.
+func parseSpec(s string) (state.MovedFrom, int) {
+	var index, count int
+	var by string
+	if _, err := fmt.Sscanf(s, "%d/%d by %s", &index, &count, &by); err != nil || count < 1 {
+		return state.MovedFrom{Count: 1}, 0
+	}
+	return state.MovedFrom{Count: count, ByNamespace: by == "namespace"}, index
+}
+
+// newToSet reports whether this shard had no part in the spec it runs under
+// before: its Lease, as elect first read it, did not exist or showed another
+// spec, or the set shrank past it after that Lease was last renewed.
+func (d *daemon) newToSet(ctx context.Context) bool {
+	l := d.ownLease
+	if l == nil {
+		return true
+	}
+	if was, ok := leaseSpec(l.Labels, labelShardCount, labelShardBy); !ok || !sameSpec(was, d.specNow()) {
+		return true
+	}
+	if l.Spec.RenewTime == nil {
+		return true
+	}
+	_, _, _, shrunk := d.shrunkPast(ctx, l.Spec.RenewTime.Time)
+	return shrunk
+}
+
+// previousSpec reads the spec before this one off the other shards'
+// Leases: one that still shows another spec (its shard has not started
+// under this one yet), or this one with the previous it keeps. A set that
+// had no shards shows its Lease, leaderElection.name, without labels.
+func (d *daemon) previousSpec(ctx context.Context) (state.MovedFrom, bool) {
+	for i := range d.shard.Count {
+		if i == d.shard.Index {
+			continue
+		}
+		l, ok := d.lease(ctx, d.leaseOf(i))
+		if !ok {
+			continue
+		}
+		if s, ok := leaseSpec(l.Labels, labelShardCount, labelShardBy); ok && !sameSpec(s, d.specNow()) {
+			return s, true
+		}
+		if s, ok := leaseSpec(l.Labels, labelPrevCount, labelPrevBy); ok {
+			return s, true
+		}
+	}
+	if _, ok := d.lease(ctx, d.o.File.Config.LeaderElection.Name); ok {
+		return state.MovedFrom{Count: 1}, true
+	}
+	return state.MovedFrom{}, false
+}
+
+// peerEnd is when shard index of spec prev last ran, as its Lease says.
+func (d *daemon) peerEnd(ctx context.Context, prev state.MovedFrom, index int) (time.Time, bool) {
+	plain := prev.Count <= 1
+	if l, ok := d.lease(ctx, d.leaseOf(index)); ok {
+		if at, ok := leaseEnd(l, prev, false); ok {
+			return at, true
+		}
+	}
+	if !plain {
+		return time.Time{}, false
+	}
+	l, ok := d.lease(ctx, d.o.File.Config.LeaderElection.Name) // no shards block: one Lease
+	if !ok {
+		return time.Time{}, false
+	}
+	return leaseEnd(l, prev, true)
+}
+
+// leaseEnd is when the holder of Lease l under spec prev stopped, as l
+// says: l still shows prev (plain: it is the Lease of a process without
+// shards, which writes no labels), and its holder ran until its renewTime
+// (a holder that stops releases the Lease, which renews it then); or l
+// shows the spec that followed, whose holder kept prev's renewTime on it as
+// it took l over (nextLeaseLabels). Either way the same second, whether the
+// next holder rewrote l before or after it was read. ok false: l says
+// nothing of prev.
+func leaseEnd(l *coordinationv1.Lease, prev state.MovedFrom, plain bool) (time.Time, bool) {
+	s, shows := leaseSpec(l.Labels, labelShardCount, labelShardBy)
+	switch {
+	case (plain && !shows) || (shows && sameSpec(s, prev)):
+		if l.Spec.RenewTime == nil {
+			return time.Time{}, false
+		}
+		return time.Unix(l.Spec.RenewTime.Unix(), 0), true
+	case !shows:
+		return time.Time{}, false
+	}
+	p, ok := leaseSpec(l.Labels, labelPrevCount, labelPrevBy)
+	sec, err := strconv.ParseInt(l.Labels[labelPrevEnded], 10, 64)
+	if !ok || err != nil || !sameSpec(p, prev) {
+		return time.Time{}, false
+	}
+	return time.Unix(sec, 0), true
+}
+
+// leaseOf names the Lease of shard index (under any spec with shards).
+func (d *daemon) leaseOf(index int) string {
+	return fmt.Sprintf("%s-%d", d.o.File.Config.LeaderElection.Name, index)
+}
+
+// lease reads a Lease of the leader election's namespace; ok is false when
+// it cannot (none, or RBAC grants no get on it: the chart grants the
+// Leases of the current count).
+func (d *daemon) lease(ctx context.Context, name string) (*coordinationv1.Lease, bool) {
+	l, err := d.o.Kube.CoordinationV1().Leases(d.o.File.Config.LeaderElection.Namespace).Get(ctx, name, metav1.GetOptions{})
+	return l, err == nil
+}

@@ -1,0 +1,115 @@
+package state
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	// keyMovedFrom holds, after a reshard, the previous shard spec and when
+	// each of its shards last ran (MovedFrom).
+	keyMovedFrom = []byte("movedFrom")
+	// keyNewShard marks a file made for a shard new to the set at a reshard:
+	// its first watches' scopes are taken as resharded (AdoptNewShard).
+	keyNewShard = []byte("newShard")
+)
+
+// MovedFrom is what a shard knows, after a reshard, of the shard spec before
+// it: an object of its share without a record moved in from its shard under
+// that spec (its old owner), and is compared with when that shard last ran.
+type MovedFrom struct {
+	// Count and ByNamespace are the previous spec's (Count 1: no shards).
+	Count       int  `json:"count"`
+	ByNamespace bool `json:"byNamespace,omitempty"`
+	// Ends are when each shard of the previous spec last ran, by index, in
+	// Unix seconds (the Leases' times); an index missing is not known (the
+	// file's own end, Tx.ReshardedAfter, stands for it).
+	Ends map[string]int64 `json:"ends,omitempty"`
+}
+
+// End is when the previous spec's shard index last ran; ok is false when it
+// is not known.
+func (m MovedFrom) End(index int) (at time.Time, ok bool) {
+	s, ok := m.Ends[strconv.Itoa(index)]
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.Unix(s, 0), true
+}
+
+// SetEnd notes when the previous spec's shard index last ran.
+func (m *MovedFrom) SetEnd(index int, at time.Time) {
+	if m.Ends == nil {
+		m.Ends = map[string]int64{}
+	}
+	m.Ends[strconv.Itoa(index)] = at.Unix()
+}
+
+// SetMovedFrom keeps what the file's shard knows of the previous spec, once
+// at a reshard (Reshard drops what an earlier one kept). newShard marks a
+// file made for a shard new to the set: the scopes of its first watches are
+// then resharded scopes, not first starts (AdoptNewShard).
+func (s *Store) SetMovedFrom(m MovedFrom, newShard bool) error {
+	v, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode the previous shard spec: %w", err)
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if newShard {
+			if err := meta.Put(keyNewShard, []byte("1")); err != nil {
+				return err
+			}
+		}
+		return meta.Put(keyMovedFrom, v)
+	})
+}
+
+// MovedFrom returns what SetMovedFrom kept; ok is false when nothing is kept
+// (no reshard, or one without leader election).
+func (t *Tx) MovedFrom() (m MovedFrom, ok bool) {
+	v := t.tx.Bucket(bucketMeta).Get(keyMovedFrom)
+	if v == nil || json.Unmarshal(v, &m) != nil || m.Count < 1 {
+		return MovedFrom{}, false
+	}
+	return m, true
+}
+
+// NewShard reports whether SetMovedFrom marked the file as a new shard's
+// and AdoptNewShard has not run since.
+func (t *Tx) NewShard() bool { return t.tx.Bucket(bucketMeta).Get(keyNewShard) != nil }
+
+// AdoptNewShard takes, in a file SetMovedFrom marked as a new shard's, each
+// of scopes without a baseline as a resharded one (its objects moved in:
+// compared with their old owners' ends, not a first start's baseline) and
+// drops the mark, so that a scope watched later is a first start again. It
+// reports whether the file had the mark.
+func (t *Tx) AdoptNewShard(scopes []Scope) (bool, error) {
+	meta := t.tx.Bucket(bucketMeta)
+	if meta.Get(keyNewShard) == nil {
+		return false, nil
+	}
+	baselines := t.tx.Bucket(bucketBaseline)
+	for _, s := range scopes {
+		if baselines.Get([]byte(s.String())) != nil {
+			continue
+		}
+		if err := baselines.Put([]byte(s.String()), reshardedBaseline); err != nil {
+			return false, err
+		}
+	}
+	return true, meta.Delete(keyNewShard)
+}
+
+// forgetMovedFrom drops what an earlier reshard kept, at a new one (or when
+// the file's records are forgotten).
+func forgetMovedFrom(meta *bolt.Bucket) error {
+	if err := meta.Delete(keyNewShard); err != nil {
+		return err
+	}
+	return meta.Delete(keyMovedFrom)
+}
