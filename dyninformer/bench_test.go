@@ -83,6 +83,9 @@ func BenchmarkDecodeWatchEvent(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
 	}
 	b.Run("impl=dynwatch", func(b *testing.B) {
+		decode(b, jsonFramer{hints: true}, rawCodec{}, rawCodec{})
+	})
+	b.Run("impl=dynwatch-nohints", func(b *testing.B) {
 		decode(b, jsonFramer{}, rawCodec{}, rawCodec{})
 	})
 	b.Run("impl=unstructured", func(b *testing.B) {
