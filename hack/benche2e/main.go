@@ -257,7 +257,7 @@ func syncOnce(o options, env *testenv.Env, v variant, ns string, s syncRun) (syn
 	if err := p.stop(); err != nil {
 		return syncResult{}, err
 	}
-	return syncResult{label: s.label, sync: p.sync, heap: p.heap, rss: p.rss, cpu: p.cpu,
+	return syncResult{label: s.label, sync: p.sync, heap: p.heap, rss: p.rss, anon: p.anon, cpu: p.cpu,
 		discovery: p.discovery, resources: p.resources, goroutines: p.goroutines}, nil
 }
 
@@ -271,6 +271,7 @@ func syncRuns(statePath string) []syncRun {
 		{"client-go typed informer (protobuf)", "typed", ""},
 		{"dynwatch", "dynwatch", ""},
 		{"dynwatch, compression off", "dynwatch-nogzip", ""},
+		{"dynwatch, GOGC=100 (the runtime's default pace)", "dynwatch-gogc100", ""},
 		{"dynwatch, state (first start)", "dynwatch", statePath},
 		{"dynwatch, state (restart)", "dynwatch", statePath},
 	}

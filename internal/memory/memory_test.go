@@ -1,4 +1,4 @@
-package main
+package memory
 
 import (
 	"io"
@@ -58,10 +58,10 @@ func TestCgroupMemoryLimit(t *testing.T) {
 	}
 }
 
-// TestSetMemoryLimit: without GOMEMLIMIT, the runtime's soft limit becomes
+// TestSetLimit: without GOMEMLIMIT, the runtime's soft limit becomes
 // 90% of the container's; with it, the container's is not read. (Not
 // parallel: the limit is the process's, and the environment too.)
-func TestSetMemoryLimit(t *testing.T) {
+func TestSetLimit(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	prev := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
@@ -69,12 +69,32 @@ func TestSetMemoryLimit(t *testing.T) {
 	writeFile(t, root, "sys/fs/cgroup/memory.max", "1000000000\n")
 	t.Setenv("GOMEMLIMIT", "")
 	os.Unsetenv("GOMEMLIMIT")
-	if got := setMemoryLimit(log, root); got != 900000000 || debug.SetMemoryLimit(-1) != 900000000 {
+	if got := SetLimit(log, root); got != 900000000 || debug.SetMemoryLimit(-1) != 900000000 {
 		t.Errorf("soft limit %d (runtime %d), want 900000000", got, debug.SetMemoryLimit(-1))
 	}
 	debug.SetMemoryLimit(prev)
 	t.Setenv("GOMEMLIMIT", "500MiB")
-	if got := setMemoryLimit(log, root); got != 0 || debug.SetMemoryLimit(-1) != prev {
+	if got := SetLimit(log, root); got != 0 || debug.SetMemoryLimit(-1) != prev {
 		t.Errorf("with GOMEMLIMIT set: soft limit %d, runtime's %d changed", got, debug.SetMemoryLimit(-1))
+	}
+}
+
+// TestDefaultsKeepGOGC: GCPercent applies unless GOGC is set. (Not
+// parallel: the pace is the process's.)
+func TestDefaultsKeepGOGC(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	t.Setenv("GOMEMLIMIT", "1GiB") // the limit is not this test's
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC")
+	Defaults(log)
+	if got := debug.SetGCPercent(100); got != GCPercent {
+		t.Errorf("GC percent %d, want %d", got, GCPercent)
+	}
+	t.Setenv("GOGC", "100")
+	Defaults(log)
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC set: GC percent %d, want it kept", got)
 	}
 }
