@@ -1,6 +1,6 @@
-// Package memory sets the Go runtime's memory defaults of a dynwatch
-// process: a soft limit from the container's memory limit, and a collection
-// pace, each unless the environment chooses (GOMEMLIMIT, GOGC).
+// Package memory sets the Go runtime's memory default of a dynwatch
+// process: a soft limit from the container's memory limit, unless the
+// environment chooses one (GOMEMLIMIT).
 package memory
 
 import (
@@ -12,22 +12,10 @@ import (
 	"strings"
 )
 
-// GCPercent is the collection pace dynwatch runs at unless GOGC is set:
-// the heap may grow by half of what is live before a collection, not by all
-// of it (the runtime's default, 100). Most of what dynwatch keeps is object
-// bytes, which the collector does not scan, so a collection costs little and
-// the lower pace mostly lowers the peak of an initial sync.
-const GCPercent = 50
-
-// Defaults applies the soft memory limit (SetLimit) and GCPercent, each
-// unless its variable is set, and logs what it chose.
+// Defaults applies the soft memory limit (SetLimit) unless GOMEMLIMIT is
+// set, and logs what it chose.
 func Defaults(log *slog.Logger) {
 	SetLimit(log, "/")
-	if v, ok := os.LookupEnv("GOGC"); ok {
-		log.Debug("memory: GOGC is set", "GOGC", v)
-		return
-	}
-	debug.SetGCPercent(GCPercent)
 }
 
 // memoryLimitShare is the part of the container's memory limit that

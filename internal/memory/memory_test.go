@@ -78,23 +78,3 @@ func TestSetLimit(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT set: soft limit %d, runtime's %d changed", got, debug.SetMemoryLimit(-1))
 	}
 }
-
-// TestDefaultsKeepGOGC: GCPercent applies unless GOGC is set. (Not
-// parallel: the pace is the process's.)
-func TestDefaultsKeepGOGC(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	prev := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(prev) })
-	t.Setenv("GOMEMLIMIT", "1GiB") // the limit is not this test's
-	t.Setenv("GOGC", "")
-	os.Unsetenv("GOGC")
-	Defaults(log)
-	if got := debug.SetGCPercent(100); got != GCPercent {
-		t.Errorf("GC percent %d, want %d", got, GCPercent)
-	}
-	t.Setenv("GOGC", "100")
-	Defaults(log)
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("with GOGC set: GC percent %d, want it kept", got)
-	}
-}
