@@ -63,6 +63,7 @@ fuzz: ## fuzz the config loader (and the RBAC rbac prints for it), tail's --wher
 	$(GO) test ./dyninformer -run '^$$' -fuzz FuzzParseObject -fuzztime 60s -fuzzminimizetime 5s
 	$(GO) test ./dyninformer -run '^$$' -fuzz FuzzFrameReader -fuzztime 60s -fuzzminimizetime 5s
 	$(GO) test ./dyninformer -run '^$$' -fuzz FuzzParseList -fuzztime 60s -fuzzminimizetime 5s
+	$(GO) test ./dyninformer -run '^$$' -fuzz FuzzFramerSpans -fuzztime 60s -fuzzminimizetime 5s
 
 clean: ## remove build outputs (keeps the control-plane binaries)
 	rm -rf bin

@@ -28,7 +28,7 @@ func (rawSerializer) SupportedMediaTypes() []runtime.SerializerInfo {
 		MediaTypeSubType: "json",
 		EncodesAsText:    true,
 		Serializer:       rawCodec{},
-		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: rawCodec{}, Framer: jsonFramer{}},
+		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: rawCodec{}, Framer: jsonFramer{hints: true}},
 	}}
 }
 
@@ -84,12 +84,16 @@ func (rawCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Obj
 		*into = *o
 		return into, nil, nil
 	case nil:
+		handed := takeHanded(data) // taken in any case, used unless a Status
 		if isStatus(data) {
 			st := &metav1.Status{}
 			if err := json.Unmarshal(data, st); err != nil {
 				return nil, nil, err
 			}
 			return st, nil, nil
+		}
+		if handed != nil {
+			return handed, nil, nil
 		}
 		o, err := parseObject(data, "", "")
 		if err != nil {
@@ -218,6 +222,9 @@ type scanner struct {
 	b   []byte
 	i   int
 	err error
+	// jumps are spans of containers in b, in order, that value takes
+	// without scanning them (the framer's, see hints.go).
+	jumps [][2]int
 }
 
 func (p *scanner) skipSpace() {
@@ -261,6 +268,15 @@ func (p *scanner) key() (string, bool) {
 func (p *scanner) value() (int, int) {
 	p.skipSpace()
 	s := p.i
+	for len(p.jumps) > 0 && p.jumps[0][0] < s {
+		p.jumps = p.jumps[1:]
+	}
+	if len(p.jumps) > 0 && p.jumps[0][0] == s {
+		e := p.jumps[0][1]
+		p.jumps = p.jumps[1:]
+		p.i = e
+		return s, e
+	}
 	e := skipValue(p.b, p.i)
 	if e < 0 {
 		p.err = errors.New("list: truncated JSON")
@@ -307,13 +323,9 @@ func skipValue(b []byte, i int) int {
 	for i < len(b) {
 		switch c := b[i]; c {
 		case '"':
-			// Most strings are short and have no escapes: a loop here
-			// costs less than skipString's calls.
-			j, short := i+1, min(len(b), i+1+shortString)
-			for j < short && b[j] != '"' && b[j] != '\\' {
-				j++
-			}
-			if j < short && b[j] == '"' {
+			// Most strings have no escapes: the first quote or backslash,
+			// eight bytes at a time, ends them.
+			if j := stringStop(b, i+1); j < len(b) && b[j] == '"' {
 				i = j + 1
 				if depth == 0 {
 					return i

@@ -5,11 +5,16 @@ import (
 	"io"
 )
 
-// jsonFramer splits a watch stream into its JSON objects in one pass.
-type jsonFramer struct{}
+// jsonFramer splits a watch stream into its JSON objects in one pass. With
+// hints, a frame it vouches for carries where its object's metadata and the
+// containers in it are (see hints.go), so that the codec reads the metadata
+// without scanning those bytes again.
+type jsonFramer struct{ hints bool }
 
-func (jsonFramer) NewFrameReader(r io.ReadCloser) io.ReadCloser { return &frameReader{r: r} }
-func (jsonFramer) NewFrameWriter(w io.Writer) io.Writer         { return w }
+func (j jsonFramer) NewFrameReader(r io.ReadCloser) io.ReadCloser {
+	return &frameReader{r: r, hints: j.hints}
+}
+func (jsonFramer) NewFrameWriter(w io.Writer) io.Writer { return w }
 
 // maxFrame bounds one watch frame; the API server limits objects to a few MiB.
 const maxFrame = 64 << 20
@@ -35,6 +40,11 @@ type frameReader struct {
 	// as one of its members' values (0: none yet).
 	commas, closed int
 	alt            []byte // an unvouched frame, a space before it
+	// hints is set when vouched frames carry a trailer of spans (hints.go);
+	// spans is what the scan saw of the frame at start.
+	hints bool
+	spans frameSpans
+	trail []byte // the trailer of the frame in rest, after it
 }
 
 func (f *frameReader) Close() error { return f.r.Close() }
@@ -53,6 +63,12 @@ func (f *frameReader) Read(p []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if len(f.trail) > 0 && len(frame)+len(f.trail) <= len(p) {
+		// The trailer goes only with a frame that fits whole: one read in
+		// pieces comes without it (and is read without hints).
+		n := copy(p, frame)
+		return n + copy(p[n:], f.trail), nil
+	}
 	n := copy(p, frame)
 	if n < len(frame) {
 		f.rest = frame[n:] // buf is not refilled before rest is drained
@@ -66,11 +82,15 @@ func (f *frameReader) next() ([]byte, error) {
 	for {
 		if e, ok := f.scan(); ok {
 			frame := f.buf[f.start:e]
+			f.trail = f.trail[:0]
 			if !f.lastIsContainer(frame) {
 				f.alt = append(append(f.alt[:0], ' '), frame...)
 				frame = f.alt
+			} else if f.hints {
+				f.trail = f.spans.trailer(f.trail)
 			}
 			f.start, f.pos, f.depth, f.commas, f.closed = e, e, 0, 0, 0
+			f.spans = frameSpans{}
 			return frame, nil
 		}
 		if f.err != nil {
@@ -125,13 +145,9 @@ func (f *frameReader) scanFrame() (int, bool) {
 	for ; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			// Most strings are short and have no escapes: a loop here costs
-			// less than stringEnd's calls.
-			j, short := i+1, min(len(b), i+1+shortString)
-			for j < short && b[j] != '"' && b[j] != '\\' {
-				j++
-			}
-			if j < short && b[j] == '"' {
+			// Most strings have no escapes: the first quote or backslash,
+			// eight bytes at a time, ends them.
+			if j := stringStop(b, i+1); j < len(b) && b[j] == '"' {
 				i = j
 				continue
 			}
@@ -144,6 +160,9 @@ func (f *frameReader) scanFrame() (int, bool) {
 			i = e - 1
 		case '{', '[':
 			depth++
+			if f.hints && depth >= 3 {
+				f.spans.opened(depth, i-f.start)
+			}
 		case '}', ']':
 			depth--
 			if depth == 0 {
@@ -152,6 +171,8 @@ func (f *frameReader) scanFrame() (int, bool) {
 			}
 			if depth == 1 {
 				closed = i + 1 - f.start
+			} else if f.hints && depth <= 3 {
+				f.spans.closed(depth, i+1-f.start)
 			}
 		case ',':
 			if depth == 1 {
@@ -193,6 +214,8 @@ func (f *frameReader) lastIsContainer(frame []byte) bool {
 // front of buf, growing it when the frame fills it.
 func (f *frameReader) fill() error {
 	if f.start > 0 {
+		// The frame moves to the front: its spans are offsets from its
+		// start, and stay right.
 		n := copy(f.buf, f.buf[f.start:f.end])
 		f.pos -= f.start
 		f.end, f.start = n, 0

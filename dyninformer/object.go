@@ -175,6 +175,14 @@ func str(b []byte) string {
 // apiVersion where the object has none (items of lists of built-in types).
 // src is not kept.
 func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
+	return parseObjectSpans(src, kind, apiVersion, nil)
+}
+
+// parseObjectSpans is parseObject, jumping over the containers of the
+// metadata that sp names (the framer's spans, see hints.go) instead of
+// scanning them; sp nil: none. Spans that do not match what the scan finds
+// are dropped and the object is read without them.
+func parseObjectSpans(src []byte, kind, apiVersion string, sp *objSpans) (*Object, error) {
 	open := firstNonSpace(src)
 	if open < 0 || src[open] != '{' {
 		return nil, errors.New("not a JSON object")
@@ -194,7 +202,17 @@ func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
 			p.skipSpace()
 			if p.i < len(src) && src[p.i] == '{' {
 				md[0] = p.i
+				if sp != nil {
+					if sp.md[0] != p.i {
+						return parseObject(src, kind, apiVersion)
+					}
+					p.jumps = sp.inner
+				}
 				cut = readMetadata(p, o) // and finds its end, in one pass
+				if sp != nil && (p.err != nil || p.i != sp.md[1]) {
+					return parseObject(src, kind, apiVersion)
+				}
+				p.jumps = nil
 			}
 			break
 		}

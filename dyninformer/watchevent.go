@@ -22,8 +22,15 @@ var eventTypes = []watch.EventType{watch.Added, watch.Modified, watch.Deleted, w
 // frame's last '}' but one. Any other frame's members are skipped with
 // skipValue (strings by IndexByte), not parsed.
 func decodeWatchEvent(frame []byte, into *metav1.WatchEvent) error {
+	frame, trailer, hinted := cutTrailer(frame)
 	if typ, obj, ok := vouchedEvent(frame); ok {
-		return setWatchEvent(into, typ, frame, obj)
+		if err := setWatchEvent(into, typ, frame, obj); err != nil {
+			return err
+		}
+		if hinted {
+			handOff(into.Type, into.Object.Raw, frame, trailer, obj)
+		}
+		return nil
 	}
 	p := &scanner{b: frame}
 	if !p.open('{') {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/dynwatch/dynwatch/internal/memory"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -32,6 +33,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		return usageError(fs, "%v", err)
 	}
 	klog.SetSlogLogger(log)
+	memory.Defaults(log)
 	file, code := loadConfig(e.stderr, *config)
 	if file == nil {
 		return code

@@ -257,7 +257,7 @@ func syncOnce(o options, env *testenv.Env, v variant, ns string, s syncRun) (syn
 	if err := p.stop(); err != nil {
 		return syncResult{}, err
 	}
-	return syncResult{label: s.label, sync: p.sync, heap: p.heap, rss: p.rss, cpu: p.cpu,
+	return syncResult{label: s.label, sync: p.sync, heap: p.heap, rss: p.rss, anon: p.anon, cpu: p.cpu,
 		discovery: p.discovery, resources: p.resources, goroutines: p.goroutines}, nil
 }
 

@@ -44,6 +44,8 @@ type proc struct {
 	// From the process's rusage once it has exited; rss is ownRSS when known.
 	rss int64 // bytes
 	cpu time.Duration
+	// anon is the peak anonymous RSS a child reported (0 for a peer).
+	anon int64
 }
 
 func start(mode, kubeconfig string, v variant, ns, state, profile string, extra ...string) (*proc, error) {
@@ -98,6 +100,8 @@ func (p *proc) read(r io.Reader) {
 			}
 		case "RSS":
 			p.ownRSS = n
+		case "ANON":
+			p.anon = n
 		case "REQS":
 			if len(args) == 3 {
 				p.discovery, p.resources, p.goroutines = args[0], args[1], args[2]

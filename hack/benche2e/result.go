@@ -14,6 +14,7 @@ type syncResult struct {
 	sync  time.Duration
 	heap  int64
 	rss   int64
+	anon  int64 // peak anonymous RSS: rss without the binary's pages
 	cpu   time.Duration
 	// dynwatch's, from its first run: discovery requests and resources
 	// watched by its initial sync, and goroutines then.
@@ -34,11 +35,12 @@ func median(runs []syncResult) syncResult {
 		slices.Sort(vals)
 		return vals[len(vals)/2]
 	}
-	var sync, heap, rss, cpu []int64
+	var sync, heap, rss, anon, cpu []int64
 	for _, r := range runs {
 		sync, heap, rss, cpu = append(sync, int64(r.sync)), append(heap, r.heap), append(rss, r.rss), append(cpu, int64(r.cpu))
+		anon = append(anon, r.anon)
 	}
-	return syncResult{label: runs[0].label, sync: time.Duration(mid(sync)), heap: mid(heap), rss: mid(rss), cpu: time.Duration(mid(cpu)),
+	return syncResult{label: runs[0].label, sync: time.Duration(mid(sync)), heap: mid(heap), rss: mid(rss), anon: mid(anon), cpu: time.Duration(mid(cpu)),
 		discovery: runs[0].discovery, resources: runs[0].resources, goroutines: runs[0].goroutines}
 }
 
@@ -73,8 +75,8 @@ func (r *result) sync(label string) syncResult {
 
 func (r *result) print(o options) {
 	fmt.Printf("## %s: %d %s, %s of JSON as served (%.0f%% of it managedFields)\n\n", r.v.name, r.n, r.v.kind, mb(r.jsonBytes), 100*float64(r.managedBytes)/float64(r.jsonBytes))
-	fmt.Printf("| process (median of %d runs) | initial sync | peak RSS | CPU | heap per JSON byte |\n", o.count)
-	fmt.Println("|---|---|---|---|---|")
+	fmt.Printf("| process (median of %d runs) | initial sync | peak RSS | peak anonymous RSS | CPU | heap per JSON byte |\n", o.count)
+	fmt.Println("|---|---|---|---|---|---|")
 	for _, s := range r.syncs {
 		heap := fmt.Sprintf("%.2f", float64(s.heap)/float64(r.jsonBytes))
 		if strings.HasPrefix(s.label, "raw ") {
@@ -83,7 +85,11 @@ func (r *result) print(o options) {
 		if strings.HasPrefix(s.label, "peer ") {
 			heap = "(not known)"
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s |\n", s.label, secs(s.sync), mb(s.rss), secs(s.cpu), heap)
+		anon := mb(s.anon)
+		if s.anon == 0 {
+			anon = "(not known)"
+		}
+		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", s.label, secs(s.sync), mb(s.rss), anon, secs(s.cpu), heap)
 	}
 	fmt.Printf("\n| process (side by side) | latency p50 (%d updates, %s apart) | p99 | CPU per event (a burst of %d) |\n|---|---|---|---|\n", o.updates, o.interval, o.burst)
 	for _, l := range r.lat {
@@ -121,6 +127,9 @@ func (r *result) printRatios(o options) {
 			against = append(against,
 				goalRow{"peak RSS, dynwatch / " + s.label, float64(dw.rss) / float64(s.rss), 0.25},
 				goalRow{"CPU, dynwatch / " + s.label, float64(dw.cpu) / float64(s.cpu), 0.5})
+			if s.anon > 0 && dw.anon > 0 {
+				against = append(against, goalRow{"peak anonymous RSS (the binary's pages left out), dynwatch / " + s.label, float64(dw.anon) / float64(s.anon), 0.25})
+			}
 		}
 	}
 	rows = append(rows[:4:4], append(against, rows[4:]...)...)

@@ -1,0 +1,192 @@
+package dyninformer
+
+import (
+	"encoding/binary"
+	"sync"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// The framer scans every byte of a watch frame to find its end; the codec
+// then reads the object's metadata, which would scan its containers again
+// (managedFields alone is half of a typical object). So the framer notes, as
+// it goes, where the first container of the event's object (its metadata, as
+// the API server writes objects) and the containers directly in it begin and
+// end, and hands the spans on with the frame, after its JSON (a trailer). The
+// codec checks them against the bytes and jumps over those containers; a
+// frame without a trailer, or whose spans do not fit, is read as before.
+//
+// client-go decodes a watch event in two calls, the event and then its
+// object's bytes, and only the first sees the trailer: the first builds the
+// Object and hands it to the second (handOff, takeHanded).
+
+// maxSpans bounds the containers of one metadata object that a frame's
+// spans name; a metadata object with more is read without them.
+const maxSpans = 8
+
+// trailerMark ends a frame's trailer: a byte valid UTF-8 (so JSON) never has.
+const trailerMark = 0xff
+
+// frameSpans is what the framer's scan saw of a frame's event object, as
+// offsets from the frame's start: the object's first container (md) and the
+// containers in it.
+type frameSpans struct {
+	md    [2]int32
+	inner [maxSpans][2]int32
+	n     int
+	state uint8 // spansNone, spansInMD, spansDone or spansGivenUp
+}
+
+const (
+	spansNone = iota
+	spansInMD
+	spansDone
+	spansGivenUp
+)
+
+// opened notes a container opened at offset at, depth its depth once open
+// (the frame is 1, the event's object 2).
+func (s *frameSpans) opened(depth, at int) {
+	switch {
+	case depth == 3 && s.state == spansNone:
+		s.md[0], s.state = int32(at), spansInMD
+	case depth == 4 && s.state == spansInMD:
+		if s.n == maxSpans {
+			s.state = spansGivenUp
+			return
+		}
+		s.inner[s.n][0] = int32(at)
+	}
+}
+
+// closed notes a container closed, ending at offset end, depth the depth
+// after it closed.
+func (s *frameSpans) closed(depth, end int) {
+	if s.state != spansInMD {
+		return
+	}
+	switch depth {
+	case 3:
+		s.inner[s.n][1] = int32(end)
+		s.n++
+	case 2:
+		s.md[1], s.state = int32(end), spansDone
+	}
+}
+
+// trailer appends the spans to b as the trailer of their frame: each span as
+// two little-endian uint32, the metadata first, then the number of inner
+// spans and trailerMark. Nothing when the scan saw no whole metadata.
+func (s *frameSpans) trailer(b []byte) []byte {
+	if s.state != spansDone {
+		return b
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(s.md[0]))
+	b = binary.LittleEndian.AppendUint32(b, uint32(s.md[1]))
+	for _, sp := range s.inner[:s.n] {
+		b = binary.LittleEndian.AppendUint32(b, uint32(sp[0]))
+		b = binary.LittleEndian.AppendUint32(b, uint32(sp[1]))
+	}
+	return append(b, byte(s.n), trailerMark)
+}
+
+// objSpans are a frame's spans as offsets into its object's bytes.
+type objSpans struct {
+	md    [2]int
+	inner [][2]int
+	buf   [maxSpans][2]int // inner's storage
+}
+
+// cutTrailer splits a frame into its JSON and the spans of its trailer, if
+// it has one. The spans are not checked yet (see spansIn).
+func cutTrailer(frame []byte) ([]byte, []byte, bool) {
+	n := len(frame)
+	if n < 2 || frame[n-1] != trailerMark {
+		return frame, nil, false
+	}
+	k := int(frame[n-2])
+	size := 8*(k+1) + 2
+	if k > maxSpans || n < size {
+		return frame, nil, false
+	}
+	return frame[:n-size], frame[n-size : n-2], true
+}
+
+// spansIn reads the trailer's spans as offsets into obj, the object's span of
+// frame, and checks that each is a container of obj, the inner ones in order
+// inside the metadata; ok is false otherwise.
+func spansIn(frame []byte, trailer []byte, obj [2]int, out *objSpans) bool {
+	out.inner = out.buf[:0]
+	at := func(i int) int { return int(binary.LittleEndian.Uint32(trailer[4*i:])) - obj[0] }
+	b := frame[obj[0]:obj[1]]
+	isSpan := func(s, e int) bool {
+		return 0 < s && s < e && e <= len(b) && (b[s] == '{' || b[s] == '[') && (b[e-1] == '}' || b[e-1] == ']')
+	}
+	out.md = [2]int{at(0), at(1)}
+	if !isSpan(out.md[0], out.md[1]) || b[out.md[0]] != '{' {
+		return false
+	}
+	prev := out.md[0] + 1
+	for i := 2; i+1 < len(trailer)/4; i += 2 {
+		s, e := at(i), at(i+1)
+		if !isSpan(s, e) || s < prev || e >= out.md[1] {
+			return false
+		}
+		out.inner = append(out.inner, [2]int{s, e})
+		prev = e
+	}
+	return true
+}
+
+// handed holds the Objects that decodeWatchEvent built for the object
+// decode that follows it, by the address of the object's bytes (in the
+// watch decoder's buffer, so unique among the watches decoding at once).
+var handed = struct {
+	sync.Mutex
+	m map[*byte]handedObject
+}{m: map[*byte]handedObject{}}
+
+type handedObject struct {
+	n int // len of the bytes it was built from
+	o *Object
+}
+
+// handOff builds the Object of an event's object bytes raw (frame[obj])
+// with its spans, for takeHanded. Not for an ERROR event, whose object is a
+// Status. When the spans do not fit, nothing is handed: the object decode
+// then reads raw as it always has.
+func handOff(typ string, raw []byte, frame, trailer []byte, obj [2]int) {
+	if typ == string(watch.Error) || len(raw) == 0 {
+		return
+	}
+	var sp objSpans
+	if !spansIn(frame, trailer, obj, &sp) {
+		return
+	}
+	o, err := parseObjectSpans(raw, "", "", &sp)
+	if err != nil {
+		return
+	}
+	handed.Lock()
+	handed.m[unsafe.SliceData(raw)] = handedObject{n: len(raw), o: o}
+	handed.Unlock()
+}
+
+// takeHanded returns, once, the Object handOff built from data, or nil.
+func takeHanded(data []byte) *Object {
+	if len(data) == 0 {
+		return nil
+	}
+	key := unsafe.SliceData(data)
+	handed.Lock()
+	h, ok := handed.m[key]
+	if ok {
+		delete(handed.m, key)
+	}
+	handed.Unlock()
+	if !ok || h.n != len(data) {
+		return nil
+	}
+	return h.o
+}

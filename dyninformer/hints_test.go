@@ -1,0 +1,191 @@
+package dyninformer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+	restclientwatch "k8s.io/client-go/rest/watch"
+)
+
+// decodedEvent is what client-go's watch decoder hands the reflector.
+type decodedEvent struct {
+	typ watch.EventType
+	obj runtime.Object
+}
+
+// decodeAll reads stream through client-go's watch decoders with the framer
+// given, its reads at most chunk bytes.
+func decodeAll(t *testing.T, framer jsonFramer, stream []byte, chunk int) ([]decodedEvent, error) {
+	t.Helper()
+	fr := framer.NewFrameReader(&oneByte{data: stream, n: chunk})
+	dec := restclientwatch.NewDecoder(streaming.NewDecoder(fr, rawCodec{}), rawCodec{})
+	var out []decodedEvent
+	for {
+		typ, obj, err := dec.Decode()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return out, err
+		}
+		out = append(out, decodedEvent{typ, obj})
+	}
+}
+
+func sameEvents(a, b []decodedEvent) error {
+	if len(a) != len(b) {
+		return fmt.Errorf("%d events, want %d", len(a), len(b))
+	}
+	for i := range a {
+		if a[i].typ != b[i].typ {
+			return fmt.Errorf("event %d: type %s, want %s", i, a[i].typ, b[i].typ)
+		}
+		switch w := b[i].obj.(type) {
+		case *Object:
+			g, ok := a[i].obj.(*Object)
+			if !ok || !bytes.Equal(g.raw, w.raw) || g.name != w.name || g.namespace != w.namespace || g.uid != w.uid || g.resourceVersion != w.resourceVersion {
+				return fmt.Errorf("event %d: %#v, want %#v", i, a[i].obj, w)
+			}
+		case *metav1.Status:
+			g, ok := a[i].obj.(*metav1.Status)
+			if !ok || g.Code != w.Code || g.Reason != w.Reason {
+				return fmt.Errorf("event %d: %#v, want the Status %#v", i, a[i].obj, w)
+			}
+		default:
+			return fmt.Errorf("event %d: unexpected %T", i, w)
+		}
+	}
+	return nil
+}
+
+// TestFramerSpansReadAsTheScanWould: with the framer's spans, every event
+// decodes to exactly what it decodes to without them (bytes, metadata, the
+// ERROR event's Status), whatever size the reads come in, and the objects
+// were built from the spans (the object decode took them, nothing is left).
+func TestFramerSpansReadAsTheScanWould(t *testing.T) {
+	stream, _ := watchStream()
+	var big strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&big, `{"type":"ADDED","object":{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"d%d","namespace":"n","uid":"u%d","resourceVersion":"%d","labels":{"a":"]"},"annotations":{"x":"{\"y\":[1]}"},"ownerReferences":[{"uid":"o"}],"finalizers":["f"],"managedFields":[{"manager":"m","fieldsV1":{"f:spec":{"f:replicas":{}}}}]},"spec":{"replicas":%d}}}`+"\n", i, i, i+10, i)
+	}
+	stream = append(stream, big.String()...)
+	want, err := decodeAll(t, jsonFramer{}, stream, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, chunk := range []int{1, 7, 1460, 1 << 20} {
+		got, err := decodeAll(t, jsonFramer{hints: true}, stream, chunk)
+		if err != nil {
+			t.Fatalf("reads of %d: %v", chunk, err)
+		}
+		if err := sameEvents(got, want); err != nil {
+			t.Fatalf("reads of %d: %v", chunk, err)
+		}
+	}
+	handed.Lock()
+	left := len(handed.m)
+	handed.Unlock()
+	if left != 0 {
+		t.Errorf("%d objects built from spans were never taken", left)
+	}
+}
+
+// TestFramerSpansUsed: a vouched frame comes with its trailer, which names
+// the metadata and each container in it; the event decode builds the Object
+// from them and the object decode takes it.
+func TestFramerSpansUsed(t *testing.T) {
+	obj := `{"kind":"A","metadata":{"name":"a","labels":{"k":"v"},"managedFields":[{"f":{}}]},"spec":{}}`
+	frame := `{"type":"ADDED","object":` + obj + `}`
+	fr := jsonFramer{hints: true}.NewFrameReader(io.NopCloser(strings.NewReader(frame + "\n")))
+	got, err := readMarkedFrame(fr, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, trailer, ok := cutTrailer(got)
+	if !ok || string(js) != frame {
+		t.Fatalf("frame %q: want %q and a trailer", got, frame)
+	}
+	if n := len(trailer) / 8; n != 3 {
+		t.Fatalf("%d spans, want the metadata, labels and managedFields", n)
+	}
+	var into metav1.WatchEvent
+	if err := decodeWatchEvent(got, &into); err != nil {
+		t.Fatal(err)
+	}
+	g := takeHanded(into.Object.Raw)
+	if g == nil {
+		t.Fatal("the event decode built no Object from the spans")
+	}
+	if g.name != "a" || string(g.raw) != `{"kind":"A","metadata":{"name":"a","labels":{"k":"v"}},"spec":{}}` {
+		t.Errorf("object %s (%s)", g.raw, g.name)
+	}
+	if takeHanded(into.Object.Raw) != nil {
+		t.Error("an Object was taken twice")
+	}
+	// A span that does not match the bytes is not used: the object is read
+	// by scanning, and comes out the same.
+	bad := append([]byte(nil), got...)
+	bad[len(js)+8] ^= 1 // the labels' start
+	into = metav1.WatchEvent{}
+	if err := decodeWatchEvent(bad, &into); err != nil {
+		t.Fatal(err)
+	}
+	if takeHanded(into.Object.Raw) != nil {
+		t.Error("an Object was built from spans that do not match")
+	}
+}
+
+// FuzzFramerSpans: any stream decodes with the framer's spans exactly as it
+// does without them (the same events, or an error in both).
+func FuzzFramerSpans(f *testing.F) {
+	stream, _ := watchStream()
+	f.Add(stream, uint8(5))
+	f.Add([]byte(`{"type":"ADDED","object":{"metadata":{"a":[],"b":{},"name":"x","c":[{}]}}}`), uint8(3))
+	f.Add([]byte(`{"type":"ADDED","object":{"kind":"K","spec":{"a":[1]},"metadata":{"name":"x","l":{"a":"}"}}}}`), uint8(64))
+	f.Add([]byte(`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"code":410}}`), uint8(1))
+	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8) {
+		want, werr := decodeAll(t, jsonFramer{}, stream, int(chunk)%64+1)
+		got, gerr := decodeAll(t, jsonFramer{hints: true}, stream, int(chunk)%64+1)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("error %v with spans, %v without", gerr, werr)
+		}
+		if err := sameEvents(got, want); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestStringStop: the first quote or backslash from i, at every offset and
+// length, as a byte loop finds it.
+func TestStringStop(t *testing.T) {
+	t.Parallel()
+	base := []byte(`abcdefgh"ijk\lmnopqrstuvwxyz0123456789"\"`)
+	for n := 0; n <= len(base); n++ {
+		b := base[:n]
+		for i := 0; i <= n; i++ {
+			want := n
+			for j := i; j < n; j++ {
+				if b[j] == '"' || b[j] == '\\' {
+					want = j
+					break
+				}
+			}
+			if got := stringStop(b, i); got != want {
+				t.Fatalf("stringStop(%q, %d) = %d, want %d", b, i, got, want)
+			}
+		}
+	}
+	// Bytes next to the ones looked for, and high bytes, flag nothing.
+	b := []byte{'"' - 1, '"' + 1, '\\' - 1, '\\' + 1, 0xa2, 0xdc, 0, 0xff, 'a', '\\'}
+	if got := stringStop(b, 0); got != 9 {
+		t.Errorf("stringStop(%v) = %d, want 9", b, got)
+	}
+}
