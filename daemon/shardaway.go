@@ -2,12 +2,14 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8sdiscovery "k8s.io/client-go/discovery"
 
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/state"
@@ -23,8 +25,9 @@ const settleTimeout = 2 * time.Minute
 // their resource was watched in. A record whose object the lists did not
 // hold goes back among the records, so that its delete, made while the set
 // was stopped, replays from this shard, which had it; the others are
-// dropped. What cannot be listed (another cluster's records, a list that
-// fails) is dropped as before, saying so: those deletes do not replay.
+// dropped. Records of a named cluster are listed in that cluster. What
+// cannot be listed (a cluster that cannot be reached, a list that fails) is
+// dropped as before, saying so: those deletes do not replay.
 func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error {
 	from, away, err := store.MovedAway()
 	if err != nil || len(away) == 0 {
@@ -36,10 +39,10 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	prev, index := parseSpec(from)
-	client := d.o.Informers.Unsharded().WithShard(dyninformer.NewShard(prev.Count, index, prev.ByNamespace), d.log)
+	old := dyninformer.NewShard(prev.Count, index, prev.ByNamespace)
 	var replayed int
 	for res, recs := range away {
-		gone, err := d.gone(ctx, client, store, res, recs)
+		gone, err := d.goneIn(ctx, old, store, res, recs)
 		if err != nil {
 			d.log.Warn("state: cannot tell which objects that moved to another shard were deleted while the set was stopped; their records are dropped (those deletes do not replay)",
 				"resource", res.String(), "records", len(recs), "err", err)
@@ -54,14 +57,42 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 	return store.DropMovedAway()
 }
 
+// goneIn lists res in its cluster, old's share of it, with gone.
+func (d *daemon) goneIn(ctx context.Context, old dyninformer.Shard, store *state.Store, res state.Resource, recs []state.MovedAway) ([]string, error) {
+	client, disc, err := d.clusterClients(res.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	return d.gone(ctx, client.Unsharded().WithShard(old, d.log), disc, store, res, recs)
+}
+
+// clusterClients are the clients of the cluster named name: the command
+// line's for "" (no clusters), else the config's cluster of that name,
+// connected anew.
+func (d *daemon) clusterClients(name string) (*dyninformer.Client, k8sdiscovery.DiscoveryInterface, error) {
+	if name == "" {
+		if d.o.Informers == nil || d.o.Discovery == nil {
+			return nil, nil, errors.New("no clients of the cluster")
+		}
+		return d.o.Informers, d.o.Discovery, nil
+	}
+	for _, c := range d.o.File.Config.Clusters {
+		if c.Name == name && d.o.Connect != nil {
+			client, disc, err := d.o.Connect(c)
+			if err != nil {
+				return nil, nil, fmt.Errorf("cluster %s: %w", name, err)
+			}
+			return client, disc, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("cluster %q is not one the config names", name)
+}
+
 // gone lists res in each namespace scope it has a baseline in and returns
 // the uids of recs in those scopes that no list held (none listed: an
 // error, nothing can be told).
-func (d *daemon) gone(ctx context.Context, client *dyninformer.Client, store *state.Store, res state.Resource, recs []state.MovedAway) ([]string, error) {
-	if res.Cluster != "" || d.o.Discovery == nil {
-		return nil, fmt.Errorf("records of cluster %q are not listed here", res.Cluster)
-	}
-	gvr, err := d.preferred(res)
+func (d *daemon) gone(ctx context.Context, client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface, store *state.Store, res state.Resource, recs []state.MovedAway) ([]string, error) {
+	gvr, err := preferred(disc, res)
 	if err != nil {
 		return nil, err
 	}
@@ -100,11 +131,11 @@ func (d *daemon) gone(ctx context.Context, client *dyninformer.Client, store *st
 }
 
 // preferred is the version of res's group the API server prefers.
-func (d *daemon) preferred(res state.Resource) (schema.GroupVersionResource, error) {
+func preferred(disc k8sdiscovery.DiscoveryInterface, res state.Resource) (schema.GroupVersionResource, error) {
 	if res.Group == "" {
 		return schema.GroupVersionResource{Version: "v1", Resource: res.Resource}, nil
 	}
-	groups, err := d.o.Discovery.ServerGroups()
+	groups, err := disc.ServerGroups()
 	if err != nil {
 		return schema.GroupVersionResource{}, fmt.Errorf("discovery: %w", err)
 	}

@@ -45,36 +45,7 @@ func TestShardsWithClusters(t *testing.T) {
 
 	dir := t.TempDir()
 	const count = 2
-	var procs []*proc
-	var bases []string
-	for i := range count {
-		own := filepath.Join(dir, fmt.Sprintf("dynwatch-%d", i))
-		if err := os.MkdirAll(own, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		cfg := writeConfig(t, own, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
-server: {address: "127.0.0.1:0"}
-state: {path: %s}
-shards: {count: %d}
-clusters:
-  - {name: a, kubeconfig: %s}
-  - {name: b, kubeconfig: %s}
-actions: [{name: out, log: {}}]
-rules:
-  - {name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], on: [add, update, delete], actions: [out]}
-`, filepath.Join(own, "state.db"), count, cp.Kubeconfig, gated.Kubeconfig, ns))
-		p := startProcWith(t, func(c *exec.Cmd) {
-			c.Env = append(c.Environ(), fmt.Sprintf("POD_NAME=dynwatch-%d", i))
-		}, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
-		procs = append(procs, p)
-		bases = append(bases, "http://"+servedAddr(p))
-	}
-	for i, base := range bases {
-		testenv.WaitFor(t, fmt.Sprintf("shard %d ready on both clusters", i), 60*time.Second, func() bool {
-			code, body := get(t, base+"/readyz")
-			return code == http.StatusOK && strings.Contains(body, fmt.Sprintf("shard: %d/%d by uid", i, count)) && !strings.Contains(body, "degraded")
-		})
-	}
+	procs, bases := startClusterShards(t, dir, ns, count, gated)
 
 	const perCluster = 300
 	createCMs(t, da, ns, "cm", perCluster)
@@ -147,8 +118,15 @@ rules:
 	for _, p := range procs {
 		p.stopOK(syscall.SIGTERM)
 	}
+	checkShardSelectors(t, gated, ns, count)
+	reshardClustersTo3(t, dir, ns, gated, map[string]dynamic.Interface{"a": da, "b": db})
+}
 
-	evs, err := gated.AuditEvents()
+// checkShardSelectors checks that env's audit log has lists and watches of
+// the shards in ns, each with its shardSelector.
+func checkShardSelectors(t *testing.T, env *testenv.Env, ns string, count int) {
+	t.Helper()
+	evs, err := env.AuditEvents()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,5 +146,104 @@ rules:
 	}
 	if lists < count || watches < count {
 		t.Errorf("cluster b: %d lists and %d watches of the shards in the audit log, want %d of each at least", lists, watches, count)
+	}
+}
+
+// startClusterShards starts count shard processes of one config watching
+// two clusters, a (the test control plane, which does not filter by shard)
+// and b, each with its own state file under dir, and waits until each is
+// ready on both.
+func startClusterShards(t *testing.T, dir, ns string, count int, b *testenv.Env) ([]*proc, []string) {
+	t.Helper()
+	var procs []*proc
+	var bases []string
+	for i := range count {
+		own := filepath.Join(dir, fmt.Sprintf("dynwatch-%d", i))
+		if err := os.MkdirAll(own, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cfg := writeConfig(t, own, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+server: {address: "127.0.0.1:0"}
+state: {path: %s}
+shards: {count: %d}
+clusters:
+  - {name: a, kubeconfig: %s}
+  - {name: b, kubeconfig: %s}
+actions: [{name: out, log: {}}]
+rules:
+  - {name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], on: [add, update, delete], actions: [out]}
+`, filepath.Join(own, "state.db"), count, cp.Kubeconfig, b.Kubeconfig, ns))
+		p := startProcWith(t, func(c *exec.Cmd) {
+			c.Env = append(c.Environ(), fmt.Sprintf("POD_NAME=dynwatch-%d", i))
+		}, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+		procs = append(procs, p)
+		bases = append(bases, "http://"+servedAddr(p))
+	}
+	for i, base := range bases {
+		testenv.WaitFor(t, fmt.Sprintf("shard %d ready on both clusters", i), 60*time.Second, func() bool {
+			code, body := get(t, base+"/readyz")
+			return code == http.StatusOK && strings.Contains(body, fmt.Sprintf("shard: %d/%d by uid", i, count)) && !strings.Contains(body, "degraded")
+		})
+	}
+	return procs, bases
+}
+
+// reshardClustersTo3 deletes objects in both clusters while no shard runs,
+// then starts three shards on the state the two left: every delete replays
+// exactly once, from the shard that had the object (an object that moved to
+// another shard included: its old shard lists its old share in that
+// cluster and replays the delete of what is gone), and nothing else is
+// delivered twice.
+func reshardClustersTo3(t *testing.T, dir, ns string, b *testenv.Env, ds map[string]dynamic.Interface) {
+	t.Helper()
+	deleted := map[string]bool{} // cluster + uid
+	for name, d := range ds {
+		ri := d.Resource(cmsGVR).Namespace(ns)
+		for i := 10; i < 40; i++ {
+			u, err := ri.Get(t.Context(), fmt.Sprintf("cm-%d", i), metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("cluster %s: %v", name, err)
+			}
+			if err := ri.Delete(t.Context(), u.GetName(), metav1.DeleteOptions{}); err != nil {
+				t.Fatalf("cluster %s: %v", name, err)
+			}
+			deleted[name+" "+string(u.GetUID())] = true
+		}
+	}
+	procs, _ := startClusterShards(t, dir, ns, 3, b)
+	testenv.WaitFor(t, "the replayed deletes of both clusters", 60*time.Second, func() bool {
+		n := 0
+		for _, p := range procs {
+			for _, pl := range p.payloads() {
+				if pl.Type == "delete" && pl.Replay {
+					n++
+				}
+			}
+		}
+		return n >= len(deleted)
+	})
+	time.Sleep(time.Second) // a duplicate would come meanwhile
+	for _, p := range procs {
+		p.stopOK(syscall.SIGTERM)
+	}
+	seen := map[string]int{}
+	for i, p := range procs {
+		for _, pl := range p.payloads() {
+			seen[pl.Cluster+" "+pkey(pl)]++
+			if pl.Type != "delete" || !deleted[pl.Cluster+" "+pl.UID] {
+				t.Errorf("shard %d of 3 delivered %s %s of cluster %s (replay %v): it did not change", i, pl.Type, pl.Name, pl.Cluster, pl.Replay)
+			}
+		}
+	}
+	for k := range deleted {
+		c, uid, _ := strings.Cut(k, " ")
+		if n := seen[fmt.Sprintf("%s delete %s true", c, uid)]; n != 1 {
+			t.Errorf("cluster %s: the delete of %s replayed %d times, want once", c, uid, n)
+		}
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s delivered %d times", k, n)
+		}
 	}
 }
