@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Defaults applies the soft memory limit (SetLimit) unless GOMEMLIMIT is
@@ -85,4 +87,35 @@ func cgroupMemoryLimit(root string) (int64, string) {
 		return n, path
 	}
 	return 0, ""
+}
+
+// SyncGCPercent is the collection pace of an initial sync, unless GOGC is
+// set: the heap may grow by a quarter of what is live before a collection.
+// A sync keeps growing what is live (every object it lists) while it makes
+// garbage (frames, pages), so at the runtime's pace (100) its peak is about
+// twice what it ends up keeping; most of what it keeps is object bytes, which
+// a collection does not scan, so the extra collections cost little.
+const SyncGCPercent = 25
+
+// syncPaceLimit bounds how long DuringSync's pace lasts if the sync never
+// ends (a watch that never lists).
+const syncPaceLimit = 10 * time.Minute
+
+// DuringSync sets SyncGCPercent until done is called (once every informer
+// has listed) or syncPaceLimit has passed, then restores the pace before it;
+// with GOGC set it changes nothing.
+func DuringSync(log *slog.Logger) (done func()) {
+	if _, ok := os.LookupEnv("GOGC"); ok {
+		return func() {}
+	}
+	prev := debug.SetGCPercent(SyncGCPercent)
+	var once sync.Once
+	restore := func() {
+		once.Do(func() {
+			debug.SetGCPercent(prev)
+			log.Debug("memory: the initial sync's collection pace ends", "gcPercent", prev)
+		})
+	}
+	t := time.AfterFunc(syncPaceLimit, restore)
+	return func() { t.Stop(); restore() }
 }

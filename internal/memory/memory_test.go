@@ -78,3 +78,28 @@ func TestSetLimit(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT set: soft limit %d, runtime's %d changed", got, debug.SetMemoryLimit(-1))
 	}
 }
+
+// TestDuringSync: the sync's pace holds until done, which restores the one
+// before; with GOGC set nothing changes. (Not parallel: the pace is the
+// process's.)
+func TestDuringSync(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC")
+	done := DuringSync(log)
+	if got := debug.SetGCPercent(SyncGCPercent); got != SyncGCPercent {
+		t.Errorf("pace during the sync %d, want %d", got, SyncGCPercent)
+	}
+	done()
+	done() // once
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("pace after the sync %d, want 100 back", got)
+	}
+	t.Setenv("GOGC", "100")
+	DuringSync(log)
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC set: pace %d, want it kept", got)
+	}
+}
