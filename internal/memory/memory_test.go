@@ -98,3 +98,63 @@ func TestDefaultsKeepGOGC(t *testing.T) {
 		t.Errorf("with GOGC set: GC percent %d, want it kept", got)
 	}
 }
+
+// TestCgroupMemoryLimitBindMounted: a container without a cgroup namespace
+// (cgroup v1 nodes: runc bind-mounts the container's own cgroup directory
+// at /sys/fs/cgroup/memory, while /proc/self/cgroup names its path from the
+// host's root) has its limit at the mount's top, not at the path
+// /proc/self/cgroup names: mountinfo's root says which cgroup the mount
+// shows. Likewise a cgroup v2 mount whose root is the container's cgroup.
+func TestCgroupMemoryLimitBindMounted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, cgroup, mountinfo, rel string
+	}{{
+		name:      "v1, kubelet on a cgroup v1 node",
+		cgroup:    "12:pids:/kubepods/burstable/pod1/c1\n11:memory:/kubepods/burstable/pod1/c1\n0::/\n",
+		mountinfo: "1290 1289 0:32 /kubepods/burstable/pod1/c1 /sys/fs/cgroup/memory ro,nosuid,nodev,noexec,relatime master:15 - cgroup cgroup rw,memory\n",
+		rel:       "sys/fs/cgroup/memory/memory.limit_in_bytes",
+	}, {
+		name:      "v1, docker",
+		cgroup:    "4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n",
+		mountinfo: "30 25 0:26 /docker/abc /sys/fs/cgroup/memory ro,nosuid - cgroup cgroup rw,memory\n31 25 0:27 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro,nosuid - cgroup cgroup rw,cpu,cpuacct\n",
+		rel:       "sys/fs/cgroup/memory/memory.limit_in_bytes",
+	}, {
+		name:      "v2, the container's cgroup bind-mounted",
+		cgroup:    "0::/machine.slice/libpod-abc.scope\n",
+		mountinfo: "40 30 0:26 /machine.slice/libpod-abc.scope /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw\n",
+		rel:       "sys/fs/cgroup/memory.max",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFile(t, root, "proc/self/cgroup", tc.cgroup)
+			writeFile(t, root, "proc/self/mountinfo", tc.mountinfo)
+			writeFile(t, root, tc.rel, "268435456\n")
+			if got, from := cgroupMemoryLimit(root); got != 268435456 {
+				t.Errorf("limit %d (from %q), want 268435456 from %s", got, from, tc.rel)
+			}
+		})
+	}
+}
+
+// TestDefaultsEmptyVariables: the runtime takes GOMEMLIMIT and GOGC set to
+// "" as not set (no limit, pace 100), so dynwatch's defaults apply then too:
+// an empty value (a chart's env entry left blank) chooses nothing. (Not
+// parallel: the limit and pace are the process's.)
+func TestDefaultsEmptyVariables(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	prevLimit := debug.SetMemoryLimit(-1)
+	prevPace := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetMemoryLimit(prevLimit); debug.SetGCPercent(prevPace) })
+	root := t.TempDir()
+	writeFile(t, root, "sys/fs/cgroup/memory.max", "1000000000\n")
+	t.Setenv("GOMEMLIMIT", "")
+	t.Setenv("GOGC", "")
+	if got := SetLimit(log, root); got != 900000000 {
+		t.Errorf("GOMEMLIMIT empty: soft limit %d, want 900000000", got)
+	}
+	Defaults(log)
+	if got := debug.SetGCPercent(100); got != GCPercent {
+		t.Errorf("GOGC empty: GC percent %d, want %d", got, GCPercent)
+	}
+}
