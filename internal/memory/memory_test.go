@@ -158,3 +158,22 @@ func TestDefaultsEmptyVariables(t *testing.T) {
 		t.Errorf("GOGC empty: GC percent %d, want %d", got, GCPercent)
 	}
 }
+
+// TestCgroupMountinfo: the hierarchy's mount is found by type and
+// controller (a hybrid host's cgroup2 at /sys/fs/cgroup/unified has no
+// memory.max, so v1's file is read), and mountinfo's escapes are undone.
+func TestCgroupMountinfo(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeFile(t, root, "proc/self/cgroup", "4:memory:/a b\n0::/\n")
+	writeFile(t, root, "proc/self/mountinfo", "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"+
+		"35 31 0:32 / /sys/fs/cgroup/mem\\040ory rw - cgroup cgroup rw,memory\n"+
+		"41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n")
+	writeFile(t, root, "sys/fs/cgroup/mem ory/a b/memory.limit_in_bytes", "123456789\n")
+	if got, from := cgroupMemoryLimit(root); got != 123456789 {
+		t.Errorf("hybrid: limit %d (from %q), want 123456789", got, from)
+	}
+	if got := unescapeMount(`a\134b\\c\04`); got != `a\b\\c\04` {
+		t.Errorf("unescape: %q", got)
+	}
+}
