@@ -162,3 +162,27 @@ func FuzzFramerSpans(f *testing.F) {
 		}
 	})
 }
+
+// TestFramerSpansAllocateNoMore: the spans spare the codec a second scan of
+// the metadata's containers; they must not cost an allocation per event
+// instead (what the collector has to do is the other half of the CPU an
+// event costs).
+func TestFramerSpansAllocateNoMore(t *testing.T) {
+	const n = 50
+	stream := benchStream(n)
+	allocs := func(framer jsonFramer) float64 {
+		return testing.AllocsPerRun(20, func() {
+			fr := framer.NewFrameReader(io.NopCloser(bytes.NewReader(stream)))
+			dec := restclientwatch.NewDecoder(streaming.NewDecoder(fr, rawCodec{}), rawCodec{})
+			for range n {
+				if _, _, err := dec.Decode(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+	with, without := allocs(jsonFramer{hints: true}), allocs(jsonFramer{})
+	if with > without {
+		t.Errorf("%.0f allocations for %d events with the spans, %.0f without", with, n, without)
+	}
+}
