@@ -25,6 +25,10 @@ import (
 // spans name; a metadata object with more is read without them.
 const maxSpans = 8
 
+// trailerMax is the size of the longest trailer: the metadata's span and
+// maxSpans more, their count and trailerMark.
+const trailerMax = 8*(maxSpans+1) + 2
+
 // trailerMark ends a frame's trailer: a byte valid UTF-8 (so JSON) never has.
 const trailerMark = 0xff
 
@@ -94,8 +98,8 @@ func (s *frameSpans) trailer(b []byte) []byte {
 // objSpans are a frame's spans as offsets into its object's bytes.
 type objSpans struct {
 	md    [2]int
-	inner [][2]int
-	buf   [maxSpans][2]int // inner's storage
+	inner [maxSpans][2]int // the first n
+	n     int
 }
 
 // cutTrailer splits a frame into its JSON and the spans of its trailer, if
@@ -117,7 +121,7 @@ func cutTrailer(frame []byte) ([]byte, []byte, bool) {
 // frame, and checks that each is a container of obj, the inner ones in order
 // inside the metadata; ok is false otherwise.
 func spansIn(frame []byte, trailer []byte, obj [2]int, out *objSpans) bool {
-	out.inner = out.buf[:0]
+	out.n = 0
 	at := func(i int) int { return int(binary.LittleEndian.Uint32(trailer[4*i:])) - obj[0] }
 	b := frame[obj[0]:obj[1]]
 	isSpan := func(s, e int) bool {
@@ -133,7 +137,8 @@ func spansIn(frame []byte, trailer []byte, obj [2]int, out *objSpans) bool {
 		if !isSpan(s, e) || s < prev || e >= out.md[1] {
 			return false
 		}
-		out.inner = append(out.inner, [2]int{s, e})
+		out.inner[out.n] = [2]int{s, e}
+		out.n++
 		prev = e
 	}
 	return true
