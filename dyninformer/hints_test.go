@@ -280,3 +280,44 @@ func TestFramerSpansConcurrentWatches(t *testing.T) {
 		t.Errorf("%d left", n)
 	}
 }
+
+// TestHandOffNotTakenByAnotherEvent: an event decode whose object decode
+// does not follow (a filter between the two, a caller that reads the type
+// only; client-go's watch decoder always follows, nothing else need) must
+// not hand its Object to the object decode of a later event whose bytes
+// come at the same address with the same length (the next frame in the
+// same buffer, one without spans).
+func TestHandOffNotTakenByAnotherEvent(t *testing.T) {
+	frame := func(name string, hints bool) []byte {
+		src := `{"type":"MODIFIED","object":{"kind":"K","metadata":{"name":"` + name + `","labels":{"k":"v"},"managedFields":[{}]}}}` + "\n"
+		fr := jsonFramer{hints: hints}.NewFrameReader(io.NopCloser(strings.NewReader(src)))
+		b, err := readMarkedFrame(fr, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	buf := make([]byte, 4096) // the watch decoder's buffer
+	a := frame("a", true)
+	var first metav1.WatchEvent
+	if _, _, err := (rawCodec{}).Decode(buf[:copy(buf, a)], nil, &first); err != nil {
+		t.Fatal(err)
+	}
+	b := frame("b", false)
+	var next metav1.WatchEvent
+	if _, _, err := (rawCodec{}).Decode(buf[:copy(buf, b)], nil, &next); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := runtime.Decode(rawCodec{}, next.Object.Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := obj.(*Object); o.name != "b" || !bytes.Contains(o.raw, []byte(`"b"`)) {
+		t.Errorf("the object decode of b's event got %s", o.raw)
+	}
+	handed.Lock()
+	defer handed.Unlock()
+	if len(handed.m) != 0 {
+		t.Errorf("%d objects left in the hand-off", len(handed.m))
+	}
+}
