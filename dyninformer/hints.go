@@ -147,35 +147,51 @@ func spansIn(frame []byte, trailer []byte, obj [2]int, out *objSpans) bool {
 // handed holds the Objects that decodeWatchEvent built for the object
 // decode that follows it, by the address of the object's bytes (in the
 // watch decoder's buffer, so unique among the watches decoding at once).
+// Every event decode claims the address of its object's bytes (handOff),
+// with an Object or without, so that one handed by an earlier event decode
+// whose object decode did not follow is never taken for another event's
+// bytes; and there are never more than maxHanded, so that such Objects are
+// not kept for ever either.
 var handed = struct {
 	sync.Mutex
 	m map[*byte]handedObject
 }{m: map[*byte]handedObject{}}
+
+// maxHanded bounds handed: an Object is there only between the two decode
+// calls of its event, so it holds at most one per watch decoding at once;
+// past the bound what is there is dropped (and read again by scanning).
+const maxHanded = 4096
 
 type handedObject struct {
 	n int // len of the bytes it was built from
 	o *Object
 }
 
-// handOff builds the Object of an event's object bytes raw (frame[obj])
-// with its spans, for takeHanded. Not for an ERROR event, whose object is a
-// Status. When the spans do not fit, nothing is handed: the object decode
-// then reads raw as it always has.
+// handOff claims raw, the object bytes (frame[obj]) of an event just
+// decoded, for takeHanded: with the Object built with its spans when the
+// frame has a trailer (not for an ERROR event, whose object is a Status),
+// or with none. When the spans do not fit, nothing is handed: the object
+// decode then reads raw as it always has.
 func handOff(typ string, raw []byte, frame, trailer []byte, obj [2]int) {
-	if typ == string(watch.Error) || len(raw) == 0 {
+	if len(raw) == 0 {
 		return
 	}
+	var o *Object
 	var sp objSpans
-	if !spansIn(frame, trailer, obj, &sp) {
-		return
+	if typ != string(watch.Error) && trailer != nil && spansIn(frame, trailer, obj, &sp) {
+		o, _ = parseObjectSpans(raw, "", "", &sp) // nil on error
 	}
-	o, err := parseObjectSpans(raw, "", "", &sp)
-	if err != nil {
-		return
-	}
+	key := unsafe.SliceData(raw)
 	handed.Lock()
-	handed.m[unsafe.SliceData(raw)] = handedObject{n: len(raw), o: o}
-	handed.Unlock()
+	defer handed.Unlock()
+	if o == nil {
+		delete(handed.m, key)
+		return
+	}
+	if len(handed.m) >= maxHanded {
+		clear(handed.m)
+	}
+	handed.m[key] = handedObject{n: len(raw), o: o}
 }
 
 // takeHanded returns, once, the Object handOff built from data, or nil.
