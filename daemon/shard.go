@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 
+	k8sdiscovery "k8s.io/client-go/discovery"
+
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/state"
@@ -25,6 +27,17 @@ func (d *daemon) setShard() error {
 	}
 	d.shard = dyninformer.NewShard(s.Count, index, s.By == config.ShardByNamespace)
 	d.o.Informers = d.o.Informers.WithShard(d.shard, d.log)
+	if connect := d.o.Connect; connect != nil {
+		// The config's named clusters are sharded as the command line's is:
+		// a shard keeps its share of every cluster.
+		d.o.Connect = func(spec config.ClusterSpec) (*dyninformer.Client, k8sdiscovery.DiscoveryInterface, error) {
+			c, disc, err := connect(spec)
+			if err != nil || c == nil {
+				return c, disc, err
+			}
+			return c.WithShard(d.shard, d.log.With("cluster", spec.Name)), disc, nil
+		}
+	}
 	d.metrics.SetShard(index, s.Count)
 	d.log.Info("shard: this process keeps the objects of its share only", "shard", d.shard.String(), "selector", d.shard.Selector())
 	return nil

@@ -311,13 +311,9 @@ func skipValue(b []byte, i int) int {
 	for i < len(b) {
 		switch c := b[i]; c {
 		case '"':
-			// Most strings are short and have no escapes: a loop here
-			// costs less than skipString's calls.
-			j, short := i+1, min(len(b), i+1+shortString)
-			for j < short && b[j] != '"' && b[j] != '\\' {
-				j++
-			}
-			if j < short && b[j] == '"' {
+			// Most strings have no escapes: the first quote or backslash,
+			// eight bytes at a time, ends them.
+			if j := stringStop(b, i+1); j < len(b) && b[j] == '"' {
 				i = j + 1
 				if depth == 0 {
 					return i

@@ -148,13 +148,9 @@ func (f *frameReader) scanFrame() (int, bool) {
 	for ; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			// Most strings are short and have no escapes: a loop here costs
-			// less than stringEnd's calls.
-			j, short := i+1, min(len(b), i+1+shortString)
-			for j < short && b[j] != '"' && b[j] != '\\' {
-				j++
-			}
-			if j < short && b[j] == '"' {
+			// Most strings have no escapes: the first quote or backslash,
+			// eight bytes at a time, ends them.
+			if j := stringStop(b, i+1); j < len(b) && b[j] == '"' {
 				i = j
 				continue
 			}

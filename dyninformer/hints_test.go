@@ -321,3 +321,30 @@ func TestHandOffNotTakenByAnotherEvent(t *testing.T) {
 		t.Errorf("%d objects left in the hand-off", len(handed.m))
 	}
 }
+
+// TestStringStop: the first quote or backslash from i, at every offset and
+// length, as a byte loop finds it.
+func TestStringStop(t *testing.T) {
+	t.Parallel()
+	base := []byte(`abcdefgh"ijk\lmnopqrstuvwxyz0123456789"\"`)
+	for n := 0; n <= len(base); n++ {
+		b := base[:n]
+		for i := 0; i <= n; i++ {
+			want := n
+			for j := i; j < n; j++ {
+				if b[j] == '"' || b[j] == '\\' {
+					want = j
+					break
+				}
+			}
+			if got := stringStop(b, i); got != want {
+				t.Fatalf("stringStop(%q, %d) = %d, want %d", b, i, got, want)
+			}
+		}
+	}
+	// Bytes next to the ones looked for, and high bytes, flag nothing.
+	b := []byte{'"' - 1, '"' + 1, '\\' - 1, '\\' + 1, 0xa2, 0xdc, 0, 0xff, 'a', '\\'}
+	if got := stringStop(b, 0); got != 9 {
+		t.Errorf("stringStop(%v) = %d, want 9", b, got)
+	}
+}

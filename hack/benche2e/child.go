@@ -60,9 +60,7 @@ type child struct {
 	v                           variant
 	// shardCount and shardIndex make a dynwatch child one shard (shards.go).
 	shardCount, shardIndex int
-	// gogc100 keeps the runtime's collection pace instead of dynwatch's.
-	gogc100 bool
-	recv    *recvCounter
+	recv                   *recvCounter
 
 	mu  sync.Mutex
 	out io.Writer
@@ -134,10 +132,6 @@ func runChild(c *child) error {
 	}
 	run := map[string]func(context.Context, *rest.Config, func()) error{
 		"list": c.list, "watchlist": c.watchList, "dynamic": c.dynamicInformer, "typed": c.typedInformer, "rawwatch": c.rawWatch, "dynwatch": c.dynwatch,
-		"dynwatch-gogc100": func(ctx context.Context, cfg *rest.Config, synced func()) error {
-			c.gogc100 = true // the runtime's own pace, for what memory.GCPercent changes
-			return c.dynwatch(ctx, cfg, synced)
-		},
 		"dynwatch-nogzip": func(ctx context.Context, cfg *rest.Config, synced func()) error {
 			cfg.DisableCompression = true // what gunzip costs, on loopback
 			return c.dynwatch(ctx, cfg, synced)
@@ -343,9 +337,7 @@ func (c *child) rawWatch(ctx context.Context, cfg *rest.Config, synced func()) e
 // dynwatch runs what `dynwatch run` runs, with one rule on the objects and a
 // log action whose output is read for latencies.
 func (c *child) dynwatch(ctx context.Context, cfg *rest.Config, synced func()) error {
-	if !c.gogc100 {
-		memory.Defaults(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	}
+	memory.Defaults(slog.New(slog.NewTextHandler(io.Discard, nil))) // as run does
 	config := "apiVersion: dynwatch/v1alpha1\n"
 	if c.state != "" {
 		config += fmt.Sprintf("state: {path: %s}\n", c.state)

@@ -79,26 +79,6 @@ func TestSetLimit(t *testing.T) {
 	}
 }
 
-// TestDefaultsKeepGOGC: GCPercent applies unless GOGC is set. (Not
-// parallel: the pace is the process's.)
-func TestDefaultsKeepGOGC(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	prev := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(prev) })
-	t.Setenv("GOMEMLIMIT", "1GiB") // the limit is not this test's
-	t.Setenv("GOGC", "")
-	os.Unsetenv("GOGC")
-	Defaults(log)
-	if got := debug.SetGCPercent(100); got != GCPercent {
-		t.Errorf("GC percent %d, want %d", got, GCPercent)
-	}
-	t.Setenv("GOGC", "100")
-	Defaults(log)
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("with GOGC set: GC percent %d, want it kept", got)
-	}
-}
-
 // TestCgroupMemoryLimitBindMounted: a container without a cgroup namespace
 // (cgroup v1 nodes: runc bind-mounts the container's own cgroup directory
 // at /sys/fs/cgroup/memory, while /proc/self/cgroup names its path from the
@@ -137,25 +117,19 @@ func TestCgroupMemoryLimitBindMounted(t *testing.T) {
 	}
 }
 
-// TestDefaultsEmptyVariables: the runtime takes GOMEMLIMIT and GOGC set to
-// "" as not set (no limit, pace 100), so dynwatch's defaults apply then too:
-// an empty value (a chart's env entry left blank) chooses nothing. (Not
-// parallel: the limit and pace are the process's.)
-func TestDefaultsEmptyVariables(t *testing.T) {
+// TestSetLimitEmptyGOMEMLIMIT: the runtime takes GOMEMLIMIT set to "" as
+// not set (no limit), so dynwatch's soft limit applies then too: an empty
+// value (a chart's env entry left blank) chooses nothing. (Not parallel:
+// the limit is the process's.)
+func TestSetLimitEmptyGOMEMLIMIT(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	prevLimit := debug.SetMemoryLimit(-1)
-	prevPace := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetMemoryLimit(prevLimit); debug.SetGCPercent(prevPace) })
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
 	root := t.TempDir()
 	writeFile(t, root, "sys/fs/cgroup/memory.max", "1000000000\n")
 	t.Setenv("GOMEMLIMIT", "")
-	t.Setenv("GOGC", "")
 	if got := SetLimit(log, root); got != 900000000 {
 		t.Errorf("GOMEMLIMIT empty: soft limit %d, want 900000000", got)
-	}
-	Defaults(log)
-	if got := debug.SetGCPercent(100); got != GCPercent {
-		t.Errorf("GOGC empty: GC percent %d, want %d", got, GCPercent)
 	}
 }
 

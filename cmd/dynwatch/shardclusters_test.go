@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/dynwatch/dynwatch/dyninformer"
+	"github.com/dynwatch/dynwatch/internal/testenv"
+)
+
+// Shards and clusters together: two shard processes, each watching two
+// clusters, one of whose API servers filters by shard (ShardedListAndWatch)
+// and one that does not (each shard filters itself). Between them they
+// deliver every event of both clusters exactly once, each with its cluster,
+// each shard only its share of each cluster, caching only that share; the
+// filtering server's audit log shows the selector on each shard's lists and
+// watches.
+func TestShardsWithClusters(t *testing.T) {
+	t.Parallel()
+	gated, err := testenv.Start(testenv.Options{FeatureGates: []string{"ShardedListAndWatch"}, AuditLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gated.Stop()
+	envs := map[string]*testenv.Env{"a": cp, "b": gated}
+	da := dynamic.NewForConfigOrDie(cp.Config)
+	db := dynamic.NewForConfigOrDie(gated.Config)
+	ns := testenv.Namespace(t, da)
+	if _, err := db.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(t.Context(),
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	const count = 2
+	var procs []*proc
+	var bases []string
+	for i := range count {
+		own := filepath.Join(dir, fmt.Sprintf("dynwatch-%d", i))
+		if err := os.MkdirAll(own, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cfg := writeConfig(t, own, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+server: {address: "127.0.0.1:0"}
+state: {path: %s}
+shards: {count: %d}
+clusters:
+  - {name: a, kubeconfig: %s}
+  - {name: b, kubeconfig: %s}
+actions: [{name: out, log: {}}]
+rules:
+  - {name: cms, resources: [{group: "", resource: configmaps}], namespaces: [%s], on: [add, update, delete], actions: [out]}
+`, filepath.Join(own, "state.db"), count, cp.Kubeconfig, gated.Kubeconfig, ns))
+		p := startProcWith(t, func(c *exec.Cmd) {
+			c.Env = append(c.Environ(), fmt.Sprintf("POD_NAME=dynwatch-%d", i))
+		}, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig)
+		procs = append(procs, p)
+		bases = append(bases, "http://"+servedAddr(p))
+	}
+	for i, base := range bases {
+		testenv.WaitFor(t, fmt.Sprintf("shard %d ready on both clusters", i), 60*time.Second, func() bool {
+			code, body := get(t, base+"/readyz")
+			return code == http.StatusOK && strings.Contains(body, fmt.Sprintf("shard: %d/%d by uid", i, count)) && !strings.Contains(body, "degraded")
+		})
+	}
+
+	const perCluster = 300
+	createCMs(t, da, ns, "cm", perCluster)
+	createCMs(t, db, ns, "cm", perCluster)
+	testenv.WaitFor(t, "the adds of both clusters", 60*time.Second, func() bool {
+		n := 0
+		for _, p := range procs {
+			n += len(p.payloads())
+		}
+		return n >= 2*perCluster
+	})
+	// An update and a delete in each cluster, after the adds.
+	for name, d := range map[string]dynamic.Interface{"a": da, "b": db} {
+		ri := d.Resource(cmsGVR).Namespace(ns)
+		u, err := ri.Get(t.Context(), "cm-1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("cluster %s: %v", name, err)
+		}
+		_ = unstructured.SetNestedField(u.Object, "1", "data", "v")
+		if _, err := ri.Update(t.Context(), u, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("cluster %s: %v", name, err)
+		}
+		if err := ri.Delete(t.Context(), "cm-2", metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("cluster %s: %v", name, err)
+		}
+	}
+	testenv.WaitFor(t, "the updates and deletes of both clusters", 60*time.Second, func() bool {
+		n := 0
+		for _, p := range procs {
+			n += len(p.payloads())
+		}
+		return n >= 2*perCluster+4
+	})
+	time.Sleep(time.Second) // a duplicate would come meanwhile
+
+	seen := map[string]int{}
+	for i, p := range procs {
+		shard := dyninformer.NewShard(count, i, false)
+		byCluster := map[string]int{}
+		for _, pl := range p.payloads() {
+			if envs[pl.Cluster] == nil {
+				t.Errorf("shard %d: %s %s of cluster %q, none of the config's", i, pl.Type, pl.Name, pl.Cluster)
+				continue
+			}
+			seen[pl.Cluster+" "+pkey(pl)]++
+			if !shard.Owns(pl.UID, pl.Namespace) {
+				t.Errorf("shard %d delivered %s of cluster %s, another shard's", i, pl.Name, pl.Cluster)
+			}
+			if pl.Type == "add" {
+				byCluster[pl.Cluster]++
+			}
+		}
+		for _, c := range []string{"a", "b"} {
+			cached := metricValue(t, bases[i], fmt.Sprintf(`dynwatch_informer_objects{cluster="%s",namespace="%s",resource="configmaps"}`, c, ns))
+			// The add of cm-2, deleted since, is not cached any more if
+			// this shard had it.
+			if cached == 0 || cached >= perCluster || (cached != byCluster[c] && cached != byCluster[c]-1) {
+				t.Errorf("shard %d caches %d objects of cluster %s, delivered %d adds of %d", i, cached, c, byCluster[c], perCluster)
+			}
+		}
+	}
+	if len(seen) != 2*perCluster+4 {
+		t.Errorf("%d distinct events delivered, want %d", len(seen), 2*perCluster+4)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s delivered %d times", k, n)
+		}
+	}
+	for _, p := range procs {
+		p.stopOK(syscall.SIGTERM)
+	}
+
+	evs, err := gated.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lists, watches int
+	for _, ev := range evs {
+		if !strings.HasPrefix(ev.RequestURI, "/api/v1/namespaces/"+ns+"/configmaps?") || (ev.Verb != "list" && ev.Verb != "watch") || !strings.HasPrefix(ev.UserAgent, "dynwatch/") {
+			continue
+		}
+		if ev.Verb == "list" {
+			lists++
+		} else {
+			watches++
+		}
+		if !strings.Contains(ev.RequestURI, "shardSelector=shardRange") {
+			t.Errorf("cluster b: %s without its shardSelector: %s", ev.Verb, ev.RequestURI)
+		}
+	}
+	if lists < count || watches < count {
+		t.Errorf("cluster b: %d lists and %d watches of the shards in the audit log, want %d of each at least", lists, watches, count)
+	}
+}
