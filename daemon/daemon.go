@@ -8,6 +8,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"github.com/dynwatch/dynwatch/internal/memory"
 	"io"
 	"log/slog"
 	"os"
@@ -140,7 +141,9 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	if store != nil {
 		defer closeState(store)
 	}
-	w, err := watcher.New(file, d.o.Informers, d.o.Discovery, watcher.Options{Logger: d.log, Stdout: d.o.Stdout, Source: d.o.Source, Store: store, Metrics: d.metrics, Connect: d.o.Connect, Fingerprint: d.o.Fingerprint})
+	synced := memory.DuringSync(d.log)
+	defer synced()
+	w, err := watcher.New(file, d.o.Informers, d.o.Discovery, watcher.Options{Logger: d.log, Stdout: d.o.Stdout, Source: d.o.Source, Store: store, Metrics: d.metrics, Connect: d.o.Connect, Fingerprint: d.o.Fingerprint, Synced: synced})
 	if err != nil {
 		d.log.Error("cannot build actions", "err", err)
 		return ErrFailed

@@ -222,9 +222,6 @@ type scanner struct {
 	b   []byte
 	i   int
 	err error
-	// jumps are spans of containers in b, in order, that value takes
-	// without scanning them (the framer's, see hints.go).
-	jumps [][2]int
 }
 
 func (p *scanner) skipSpace() {
@@ -268,15 +265,6 @@ func (p *scanner) key() (string, bool) {
 func (p *scanner) value() (int, int) {
 	p.skipSpace()
 	s := p.i
-	for len(p.jumps) > 0 && p.jumps[0][0] < s {
-		p.jumps = p.jumps[1:]
-	}
-	if len(p.jumps) > 0 && p.jumps[0][0] == s {
-		e := p.jumps[0][1]
-		p.jumps = p.jumps[1:]
-		p.i = e
-		return s, e
-	}
 	e := skipValue(p.b, p.i)
 	if e < 0 {
 		p.err = errors.New("list: truncated JSON")

@@ -45,6 +45,9 @@ type frameReader struct {
 	hints bool
 	spans frameSpans
 	trail []byte // the trailer of the frame in rest, after it
+	// trailBuf is trail's storage, so that a reader's trailers cost no
+	// allocation of their own.
+	trailBuf [trailerMax]byte
 }
 
 func (f *frameReader) Close() error { return f.r.Close() }
@@ -82,7 +85,7 @@ func (f *frameReader) next() ([]byte, error) {
 	for {
 		if e, ok := f.scan(); ok {
 			frame := f.buf[f.start:e]
-			f.trail = f.trail[:0]
+			f.trail = f.trailBuf[:0]
 			if !f.lastIsContainer(frame) {
 				f.alt = append(append(f.alt[:0], ' '), frame...)
 				frame = f.alt

@@ -25,6 +25,10 @@ import (
 // spans name; a metadata object with more is read without them.
 const maxSpans = 8
 
+// trailerMax is the size of the longest trailer: the metadata's span and
+// maxSpans more, their count and trailerMark.
+const trailerMax = 8*(maxSpans+1) + 2
+
 // trailerMark ends a frame's trailer: a byte valid UTF-8 (so JSON) never has.
 const trailerMark = 0xff
 
@@ -94,8 +98,8 @@ func (s *frameSpans) trailer(b []byte) []byte {
 // objSpans are a frame's spans as offsets into its object's bytes.
 type objSpans struct {
 	md    [2]int
-	inner [][2]int
-	buf   [maxSpans][2]int // inner's storage
+	inner [maxSpans][2]int // the first n
+	n     int
 }
 
 // cutTrailer splits a frame into its JSON and the spans of its trailer, if
@@ -117,7 +121,7 @@ func cutTrailer(frame []byte) ([]byte, []byte, bool) {
 // frame, and checks that each is a container of obj, the inner ones in order
 // inside the metadata; ok is false otherwise.
 func spansIn(frame []byte, trailer []byte, obj [2]int, out *objSpans) bool {
-	out.inner = out.buf[:0]
+	out.n = 0
 	at := func(i int) int { return int(binary.LittleEndian.Uint32(trailer[4*i:])) - obj[0] }
 	b := frame[obj[0]:obj[1]]
 	isSpan := func(s, e int) bool {
@@ -133,7 +137,8 @@ func spansIn(frame []byte, trailer []byte, obj [2]int, out *objSpans) bool {
 		if !isSpan(s, e) || s < prev || e >= out.md[1] {
 			return false
 		}
-		out.inner = append(out.inner, [2]int{s, e})
+		out.inner[out.n] = [2]int{s, e}
+		out.n++
 		prev = e
 	}
 	return true
@@ -142,35 +147,51 @@ func spansIn(frame []byte, trailer []byte, obj [2]int, out *objSpans) bool {
 // handed holds the Objects that decodeWatchEvent built for the object
 // decode that follows it, by the address of the object's bytes (in the
 // watch decoder's buffer, so unique among the watches decoding at once).
+// Every event decode claims the address of its object's bytes (handOff),
+// with an Object or without, so that one handed by an earlier event decode
+// whose object decode did not follow is never taken for another event's
+// bytes; and there are never more than maxHanded, so that such Objects are
+// not kept for ever either.
 var handed = struct {
 	sync.Mutex
 	m map[*byte]handedObject
 }{m: map[*byte]handedObject{}}
+
+// maxHanded bounds handed: an Object is there only between the two decode
+// calls of its event, so it holds at most one per watch decoding at once;
+// past the bound what is there is dropped (and read again by scanning).
+const maxHanded = 4096
 
 type handedObject struct {
 	n int // len of the bytes it was built from
 	o *Object
 }
 
-// handOff builds the Object of an event's object bytes raw (frame[obj])
-// with its spans, for takeHanded. Not for an ERROR event, whose object is a
-// Status. When the spans do not fit, nothing is handed: the object decode
-// then reads raw as it always has.
+// handOff claims raw, the object bytes (frame[obj]) of an event just
+// decoded, for takeHanded: with the Object built with its spans when the
+// frame has a trailer (not for an ERROR event, whose object is a Status),
+// or with none. When the spans do not fit, nothing is handed: the object
+// decode then reads raw as it always has.
 func handOff(typ string, raw []byte, frame, trailer []byte, obj [2]int) {
-	if typ == string(watch.Error) || len(raw) == 0 {
+	if len(raw) == 0 {
 		return
 	}
+	var o *Object
 	var sp objSpans
-	if !spansIn(frame, trailer, obj, &sp) {
-		return
+	if typ != string(watch.Error) && trailer != nil && spansIn(frame, trailer, obj, &sp) {
+		o, _ = parseObjectSpans(raw, "", "", &sp) // nil on error
 	}
-	o, err := parseObjectSpans(raw, "", "", &sp)
-	if err != nil {
-		return
-	}
+	key := unsafe.SliceData(raw)
 	handed.Lock()
-	handed.m[unsafe.SliceData(raw)] = handedObject{n: len(raw), o: o}
-	handed.Unlock()
+	defer handed.Unlock()
+	if o == nil {
+		delete(handed.m, key)
+		return
+	}
+	if len(handed.m) >= maxHanded {
+		clear(handed.m)
+	}
+	handed.m[key] = handedObject{n: len(raw), o: o}
 }
 
 // takeHanded returns, once, the Object handOff built from data, or nil.

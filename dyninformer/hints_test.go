@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -161,6 +162,164 @@ func FuzzFramerSpans(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestFramerSpansAllocateNoMore: the spans spare the codec a second scan of
+// the metadata's containers; they must not cost an allocation per event
+// instead (what the collector has to do is the other half of the CPU an
+// event costs).
+func TestFramerSpansAllocateNoMore(t *testing.T) {
+	const n = 50
+	stream := benchStream(n)
+	allocs := func(framer jsonFramer) float64 {
+		return testing.AllocsPerRun(20, func() {
+			fr := framer.NewFrameReader(io.NopCloser(bytes.NewReader(stream)))
+			dec := restclientwatch.NewDecoder(streaming.NewDecoder(fr, rawCodec{}), rawCodec{})
+			for range n {
+				if _, _, err := dec.Decode(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+	with, without := allocs(jsonFramer{hints: true}), allocs(jsonFramer{})
+	if with > without {
+		t.Errorf("%.0f allocations for %d events with the spans, %.0f without", with, n, without)
+	}
+}
+
+// TestFramerSpansEdgeCases: objects whose metadata the spans describe
+// oddly (eight containers and nine, a first container that is not the
+// metadata, escaped keys, a second metadata, bytes that are not UTF-8,
+// brackets that do not pair, two objects in one event, Status shapes,
+// frames around the streaming decoder's first buffer and its trailer)
+// decode as they do without the spans, whatever the reads' size, and leave
+// nothing behind.
+func TestFramerSpansEdgeCases(t *testing.T) {
+	mf := `"managedFields":[{"manager":"m","fieldsV1":{"f:spec":{"f:replicas":{}}}}]`
+	cases := []string{
+		`{"type":"ADDED","object":{"kind":"K","apiVersion":"v1","metadata":{"name":"a","a":{},"b":[],"c":{},"d":[],"e":{},"f":[],"g":{},` + mf + `}}}`,
+		`{"type":"ADDED","object":{"kind":"K","apiVersion":"v1","metadata":{"name":"a","a":{},"b":[],"c":{},"d":[],"e":{},"f":[],"g":{},"h":{},` + mf + `}}}`,
+		`{"type":"ADDED","object":{"kind":"K","spec":{"x":{"name":"no"}},"metadata":{"name":"a",` + mf + `}}}`,
+		`{"type":"ADDED","object":{"kind":"K","metadata":{"name":"a","managed\u0046ields":[{"x":1}]}}}`,
+		`{"type":"ADDED","object":{"kind":"K","meta\u0064ata":{"name":"a","managedFields":[{"x":1}]}}}`,
+		`{"type":"ADDED","object":{"kind":"K","metadata":{"name":"a","labels":{"x":"y"}},"metadata":{"name":"b"}}}`,
+		"{\"type\":\"ADDED\",\"object\":{\"kind\":\"K\",\"metadata\":{\"name\":\"a\",\"labels\":{\"x\":\"\xff\xfe\"},\"n\xffame\":\"q\"}}}\xff",
+		`{"type":"ADDED","object":{"kind":"K","metadata":{"labels":{"x":"y"},"name":"a","labels":{"z":1}}}}`,
+		`{"type":"ADDED","object":{"kind":"K","metadata":{"name":{"a":1},"namespace":["x"],"uid":"u"}}}`,
+		`{"type":"ADDED","object":{"kind":"K","metadata":{"name":"a","labels":1{"x":{}}}}}`,
+		`{"type":"ADDED","object":{"kind":"K","metadata":{"name":"a","labels":{"x":"}"}]}}}`,
+		`{"type":"ADDED","object":{"kind":"K","metadata":{"name":"a"}}{"metadata":{"name":"b"}}}`,
+		`{"type":"ADDED","object":{"kind":"K","metadata":[{"name":"a"}]}}`,
+		`{"type":"BOOKMARK","object":{"kind":"K","apiVersion":"v1","metadata":{"resourceVersion":"7","annotations":{"k8s.io/initial-events-end":"true"}}}}`,
+		`{"type":"ERROR","object":{"metadata":{"annotations":{}},"kind":"Status","apiVersion":"v1","code":410}}`,
+		`{"type":"ERROR","object":{"metadata":{},"kind":"Status","code":500,"details":{"causes":[{}]}}}`,
+		`{"type":"ADDED","object":{"metadata":{"name":"s"},"kind":"Status","apiVersion":"v1","code":200}}`,
+		`{"type":"ADDED","object":{"kind":"K","metadata":{"name":"a","labels":{"x":"y"} }   }  }`,
+		`{"type":"MODIFIED","object":{"kind":"K","metadata":{"name":"a","x":"` + strings.Repeat(`\\`, 3000) + `","labels":{"k":"` + strings.Repeat("v", 5000) + `"},` + mf + `}}}`,
+	}
+	// Sizes around the streaming decoder's first buffer (1024) and the
+	// trailer's length.
+	for pad := 940; pad < 1060; pad++ {
+		cases = append(cases, `{"type":"ADDED","object":{"kind":"K","metadata":{"name":"p","labels":{"k":"`+strings.Repeat("v", pad)+`"},`+mf+`}}}`)
+	}
+	var all strings.Builder
+	for _, c := range cases {
+		all.WriteString(c + "\n")
+	}
+	streams := append(cases, all.String())
+	for i, s := range streams {
+		for _, chunk := range []int{1, 3, 17, 1000, 1 << 20} {
+			want, werr := decodeAll(t, jsonFramer{}, []byte(s), chunk)
+			got, gerr := decodeAll(t, jsonFramer{hints: true}, []byte(s), chunk)
+			if (werr == nil) != (gerr == nil) || fmt.Sprint(werr) != fmt.Sprint(gerr) {
+				t.Errorf("case %d chunk %d: err %v, want %v", i, chunk, gerr, werr)
+			}
+			if err := sameEvents(got, want); err != nil {
+				t.Errorf("case %d chunk %d: %v", i, chunk, err)
+			}
+		}
+	}
+	handed.Lock()
+	n := len(handed.m)
+	handed.Unlock()
+	if n != 0 {
+		t.Errorf("%d left", n)
+	}
+}
+
+// TestFramerSpansConcurrentWatches: watches decoding at once (-race) each
+// get their own objects from the hand-off, and none is left in it.
+func TestFramerSpansConcurrentWatches(t *testing.T) {
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b strings.Builder
+			for i := range 300 {
+				fmt.Fprintf(&b, `{"type":"ADDED","object":{"kind":"K","metadata":{"name":"w%d-%d","labels":{"a":"b"},"managedFields":[{}]}}}`+"\n", w, i)
+			}
+			got, err := decodeAll(t, jsonFramer{hints: true}, []byte(b.String()), 1+w*37)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for i, e := range got {
+				if o := e.obj.(*Object); o.name != fmt.Sprintf("w%d-%d", w, i) {
+					t.Errorf("w%d event %d: %s", w, i, o.name)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	handed.Lock()
+	n := len(handed.m)
+	handed.Unlock()
+	if n != 0 {
+		t.Errorf("%d left", n)
+	}
+}
+
+// TestHandOffNotTakenByAnotherEvent: an event decode whose object decode
+// does not follow (a filter between the two, a caller that reads the type
+// only; client-go's watch decoder always follows, nothing else need) must
+// not hand its Object to the object decode of a later event whose bytes
+// come at the same address with the same length (the next frame in the
+// same buffer, one without spans).
+func TestHandOffNotTakenByAnotherEvent(t *testing.T) {
+	frame := func(name string, hints bool) []byte {
+		src := `{"type":"MODIFIED","object":{"kind":"K","metadata":{"name":"` + name + `","labels":{"k":"v"},"managedFields":[{}]}}}` + "\n"
+		fr := jsonFramer{hints: hints}.NewFrameReader(io.NopCloser(strings.NewReader(src)))
+		b, err := readMarkedFrame(fr, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	buf := make([]byte, 4096) // the watch decoder's buffer
+	a := frame("a", true)
+	var first metav1.WatchEvent
+	if _, _, err := (rawCodec{}).Decode(buf[:copy(buf, a)], nil, &first); err != nil {
+		t.Fatal(err)
+	}
+	b := frame("b", false)
+	var next metav1.WatchEvent
+	if _, _, err := (rawCodec{}).Decode(buf[:copy(buf, b)], nil, &next); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := runtime.Decode(rawCodec{}, next.Object.Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := obj.(*Object); o.name != "b" || !bytes.Contains(o.raw, []byte(`"b"`)) {
+		t.Errorf("the object decode of b's event got %s", o.raw)
+	}
+	handed.Lock()
+	defer handed.Unlock()
+	if len(handed.m) != 0 {
+		t.Errorf("%d objects left in the hand-off", len(handed.m))
+	}
 }
 
 // TestStringStop: the first quote or backslash from i, at every offset and

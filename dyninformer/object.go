@@ -202,17 +202,17 @@ func parseObjectSpans(src []byte, kind, apiVersion string, sp *objSpans) (*Objec
 			p.skipSpace()
 			if p.i < len(src) && src[p.i] == '{' {
 				md[0] = p.i
+				var jumps [][2]int
 				if sp != nil {
 					if sp.md[0] != p.i {
 						return parseObject(src, kind, apiVersion)
 					}
-					p.jumps = sp.inner
+					jumps = sp.inner[:sp.n]
 				}
-				cut = readMetadata(p, o) // and finds its end, in one pass
+				cut = readMetadata(p, o, jumps) // and finds its end, in one pass
 				if sp != nil && (p.err != nil || p.i != sp.md[1]) {
 					return parseObject(src, kind, apiVersion)
 				}
-				p.jumps = nil
 			}
 			break
 		}
@@ -244,8 +244,10 @@ func parseObjectSpans(src []byte, kind, apiVersion string, sp *objSpans) (*Objec
 // readMetadata reads name, namespace, uid and resourceVersion (copies) of the
 // metadata object at m's position into o, and returns the span of its
 // managedFields member, key to value ({-1, -1} if it has none). m is left
-// after the object, or with its error.
-func readMetadata(m *scanner, o *Object) [2]int {
+// after the object, or with its error. jumps are spans of containers in it,
+// in order, that it takes without scanning them (the framer's, see
+// hints.go); a parameter, not the scanner's, so that they stay on the stack.
+func readMetadata(m *scanner, o *Object, jumps [][2]int) [2]int {
 	cut := [2]int{-1, -1}
 	b := m.b
 	m.i++ // the '{'
@@ -256,8 +258,15 @@ func readMetadata(m *scanner, o *Object) [2]int {
 		if !ok {
 			return cut
 		}
-		s, e := m.value()
-		if m.err != nil {
+		m.skipSpace()
+		for len(jumps) > 0 && jumps[0][0] < m.i {
+			jumps = jumps[1:]
+		}
+		var s, e int
+		if len(jumps) > 0 && jumps[0][0] == m.i {
+			s, e = m.i, jumps[0][1]
+			m.i, jumps = e, jumps[1:]
+		} else if s, e = m.value(); m.err != nil {
 			return cut
 		}
 		switch key {

@@ -22,14 +22,12 @@ var eventTypes = []watch.EventType{watch.Added, watch.Modified, watch.Deleted, w
 // frame's last '}' but one. Any other frame's members are skipped with
 // skipValue (strings by IndexByte), not parsed.
 func decodeWatchEvent(frame []byte, into *metav1.WatchEvent) error {
-	frame, trailer, hinted := cutTrailer(frame)
+	frame, trailer, _ := cutTrailer(frame) // trailer nil: none
 	if typ, obj, ok := vouchedEvent(frame); ok {
 		if err := setWatchEvent(into, typ, frame, obj); err != nil {
 			return err
 		}
-		if hinted {
-			handOff(into.Type, into.Object.Raw, frame, trailer, obj)
-		}
+		handOff(into.Type, into.Object.Raw, frame, trailer, obj)
 		return nil
 	}
 	p := &scanner{b: frame}
@@ -54,7 +52,11 @@ func decodeWatchEvent(frame []byte, into *metav1.WatchEvent) error {
 			obj = [2]int{s, e}
 		}
 	}
-	return setWatchEvent(into, typ, frame, obj)
+	if err := setWatchEvent(into, typ, frame, obj); err != nil {
+		return err
+	}
+	handOff(into.Type, into.Object.Raw, nil, nil, obj) // claims its address
+	return nil
 }
 
 // eventPrefix is how the API server starts a watch event; the type follows.

@@ -24,6 +24,8 @@ type health struct {
 	// warned holds the rules already warned about selecting nothing, by
 	// cluster and rule; the watcher's mu guards it.
 	warned map[string]bool
+	// synced is Options.Synced.
+	synced func()
 }
 
 // reportSynced logs once when every informer has listed (and, with state, every
@@ -43,6 +45,9 @@ func (h *health) reportSynced(ctx context.Context, start time.Time) {
 			n += len(s.mgr.Watches())
 		}
 		h.log.Info("all informers synced", "after", time.Since(start).Round(time.Millisecond).String(), "watches", n)
+		if h.synced != nil {
+			h.synced()
+		}
 	}
 }
 

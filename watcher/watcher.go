@@ -76,6 +76,9 @@ type Options struct {
 	// discovery refresh, builds them again. Default: the contents of the
 	// spec's kubeconfig file.
 	Fingerprint func(config.ClusterSpec) string
+	// Synced, when set, is called once every informer has listed (when
+	// "all informers synced" is logged).
+	Synced func()
 }
 
 // New builds the actions of file and a watcher for it.
@@ -107,7 +110,7 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 	for _, spec := range clustersOf(file) {
 		w.srcs = append(w.srcs, w.newSource(file, spec))
 	}
-	w.health = health{log: opts.Logger, sources: w.sources, durable: w.durable, warned: map[string]bool{}}
+	w.health = health{log: opts.Logger, sources: w.sources, durable: w.durable, warned: map[string]bool{}, synced: opts.Synced}
 	return w, nil
 }
 

@@ -132,6 +132,10 @@ func runChild(c *child) error {
 	}
 	run := map[string]func(context.Context, *rest.Config, func()) error{
 		"list": c.list, "watchlist": c.watchList, "dynamic": c.dynamicInformer, "typed": c.typedInformer, "rawwatch": c.rawWatch, "dynwatch": c.dynwatch,
+		"dynwatch-gogc100": func(ctx context.Context, cfg *rest.Config, synced func()) error {
+			os.Setenv("GOGC", "100") // the runtime's pace during the sync too (see memory.DuringSync)
+			return c.dynwatch(ctx, cfg, synced)
+		},
 		"dynwatch-nogzip": func(ctx context.Context, cfg *rest.Config, synced func()) error {
 			cfg.DisableCompression = true // what gunzip costs, on loopback
 			return c.dynwatch(ctx, cfg, synced)

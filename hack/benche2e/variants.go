@@ -48,6 +48,7 @@ func runCurve(ctx context.Context, o options, env *testenv.Env, d dynamic.Interf
 		{"raw watch-list stream", "watchlist", ""},
 		{"client-go typed informer (protobuf)", "typed", ""},
 		{"dynwatch", "dynwatch", ""},
+		{"dynwatch, GOGC=100 in the sync", "dynwatch-gogc100", ""},
 	}, peerRun(o)...)
 	var points []point
 	have := 0

@@ -6,10 +6,9 @@ package memory
 import (
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime/debug"
-	"strconv"
-	"strings"
+	"sync"
+	"time"
 )
 
 // Defaults applies the soft memory limit (SetLimit) unless GOMEMLIMIT is
@@ -25,12 +24,12 @@ const memoryLimitShare = 0.9
 
 // SetLimit gives the Go runtime a soft memory limit of 90% of the
 // container's (cgroup v2 memory.max, or v1 memory.limit_in_bytes, read under
-// root), unless GOMEMLIMIT is set, which the runtime has then applied and
-// which wins. Near the limit the collector then runs sooner instead of the
-// container being killed for memory; far from it nothing changes (GOGC still
-// paces collections). It returns the limit set, 0 if none.
+// root: cgroup.go), unless GOMEMLIMIT is set (not empty), which the runtime
+// has then applied and which wins. Near the limit the collector then runs
+// sooner instead of the container being killed for memory; far from it
+// nothing changes (GOGC still paces collections). It returns the limit set, 0 if none.
 func SetLimit(log *slog.Logger, root string) int64 {
-	if v, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+	if v := os.Getenv("GOMEMLIMIT"); v != "" {
 		log.Debug("memory: GOMEMLIMIT is set; the container's limit is not read", "GOMEMLIMIT", v)
 		return 0
 	}
@@ -45,44 +44,33 @@ func SetLimit(log *slog.Logger, root string) int64 {
 	return soft
 }
 
-// cgroupMemoryLimit is the memory limit of the process's cgroup, in bytes,
-// and the file that says it; 0 when there is none ("max", no file, or a v1
-// "unlimited", which is a huge number). The cgroup is the one
-// /proc/self/cgroup names (in a container with its own cgroup namespace,
-// the root of /sys/fs/cgroup).
-func cgroupMemoryLimit(root string) (int64, string) {
-	v2, v1 := "/", "/"
-	if b, err := os.ReadFile(filepath.Join(root, "proc/self/cgroup")); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			parts := strings.SplitN(line, ":", 3)
-			if len(parts) != 3 {
-				continue
-			}
-			if parts[0] == "0" && parts[1] == "" {
-				v2 = parts[2]
-			}
-			for _, c := range strings.Split(parts[1], ",") {
-				if c == "memory" {
-					v1 = parts[2]
-				}
-			}
-		}
+// SyncGCPercent is the collection pace of an initial sync, unless GOGC is
+// set: the heap may grow by a quarter of what is live before a collection.
+// A sync keeps growing what is live (every object it lists) while it makes
+// garbage (frames, pages), so at the runtime's pace (100) its peak is about
+// twice what it ends up keeping; most of what it keeps is object bytes, which
+// a collection does not scan, so the extra collections cost little.
+const SyncGCPercent = 25
+
+// syncPaceLimit bounds how long DuringSync's pace lasts if the sync never
+// ends (a watch that never lists).
+const syncPaceLimit = 10 * time.Minute
+
+// DuringSync sets SyncGCPercent until done is called (once every informer
+// has listed) or syncPaceLimit has passed, then restores the pace before it;
+// with GOGC set it changes nothing.
+func DuringSync(log *slog.Logger) (done func()) {
+	if os.Getenv("GOGC") != "" { // as the runtime reads it: empty is unset
+		return func() {}
 	}
-	for _, f := range []string{filepath.Join("sys/fs/cgroup", v2, "memory.max"), filepath.Join("sys/fs/cgroup/memory", v1, "memory.limit_in_bytes")} {
-		path := filepath.Join(root, f)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		s := strings.TrimSpace(string(b))
-		if s == "max" {
-			return 0, path
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n <= 0 || n >= 1<<62 {
-			return 0, path
-		}
-		return n, path
+	prev := debug.SetGCPercent(SyncGCPercent)
+	var once sync.Once
+	restore := func() {
+		once.Do(func() {
+			debug.SetGCPercent(prev)
+			log.Debug("memory: the initial sync's collection pace ends", "gcPercent", prev)
+		})
 	}
-	return 0, ""
+	t := time.AfterFunc(syncPaceLimit, restore)
+	return func() { t.Stop(); restore() }
 }

@@ -78,3 +78,101 @@ func TestSetLimit(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT set: soft limit %d, runtime's %d changed", got, debug.SetMemoryLimit(-1))
 	}
 }
+
+// TestDuringSync: the sync's pace holds until done, which restores the one
+// before; with GOGC set nothing changes. (Not parallel: the pace is the
+// process's.)
+func TestDuringSync(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC")
+	done := DuringSync(log)
+	if got := debug.SetGCPercent(SyncGCPercent); got != SyncGCPercent {
+		t.Errorf("pace during the sync %d, want %d", got, SyncGCPercent)
+	}
+	done()
+	done() // once
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("pace after the sync %d, want 100 back", got)
+	}
+	t.Setenv("GOGC", "100")
+	DuringSync(log)
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC set: pace %d, want it kept", got)
+	}
+}
+
+// TestCgroupMemoryLimitBindMounted: a container without a cgroup namespace
+// (cgroup v1 nodes: runc bind-mounts the container's own cgroup directory
+// at /sys/fs/cgroup/memory, while /proc/self/cgroup names its path from the
+// host's root) has its limit at the mount's top, not at the path
+// /proc/self/cgroup names: mountinfo's root says which cgroup the mount
+// shows. Likewise a cgroup v2 mount whose root is the container's cgroup.
+func TestCgroupMemoryLimitBindMounted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, cgroup, mountinfo, rel string
+	}{{
+		name:      "v1, kubelet on a cgroup v1 node",
+		cgroup:    "12:pids:/kubepods/burstable/pod1/c1\n11:memory:/kubepods/burstable/pod1/c1\n0::/\n",
+		mountinfo: "1290 1289 0:32 /kubepods/burstable/pod1/c1 /sys/fs/cgroup/memory ro,nosuid,nodev,noexec,relatime master:15 - cgroup cgroup rw,memory\n",
+		rel:       "sys/fs/cgroup/memory/memory.limit_in_bytes",
+	}, {
+		name:      "v1, docker",
+		cgroup:    "4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n",
+		mountinfo: "30 25 0:26 /docker/abc /sys/fs/cgroup/memory ro,nosuid - cgroup cgroup rw,memory\n31 25 0:27 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro,nosuid - cgroup cgroup rw,cpu,cpuacct\n",
+		rel:       "sys/fs/cgroup/memory/memory.limit_in_bytes",
+	}, {
+		name:      "v2, the container's cgroup bind-mounted",
+		cgroup:    "0::/machine.slice/libpod-abc.scope\n",
+		mountinfo: "40 30 0:26 /machine.slice/libpod-abc.scope /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw\n",
+		rel:       "sys/fs/cgroup/memory.max",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFile(t, root, "proc/self/cgroup", tc.cgroup)
+			writeFile(t, root, "proc/self/mountinfo", tc.mountinfo)
+			writeFile(t, root, tc.rel, "268435456\n")
+			if got, from := cgroupMemoryLimit(root); got != 268435456 {
+				t.Errorf("limit %d (from %q), want 268435456 from %s", got, from, tc.rel)
+			}
+		})
+	}
+}
+
+// TestSetLimitEmptyGOMEMLIMIT: the runtime takes GOMEMLIMIT set to "" as
+// not set (no limit), so dynwatch's soft limit applies then too: an empty
+// value (a chart's env entry left blank) chooses nothing. (Not parallel:
+// the limit is the process's.)
+func TestSetLimitEmptyGOMEMLIMIT(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	root := t.TempDir()
+	writeFile(t, root, "sys/fs/cgroup/memory.max", "1000000000\n")
+	t.Setenv("GOMEMLIMIT", "")
+	if got := SetLimit(log, root); got != 900000000 {
+		t.Errorf("GOMEMLIMIT empty: soft limit %d, want 900000000", got)
+	}
+}
+
+// TestCgroupMountinfo: the hierarchy's mount is found by type and
+// controller (a hybrid host's cgroup2 at /sys/fs/cgroup/unified has no
+// memory.max, so v1's file is read), and mountinfo's escapes are undone.
+func TestCgroupMountinfo(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeFile(t, root, "proc/self/cgroup", "4:memory:/a b\n0::/\n")
+	writeFile(t, root, "proc/self/mountinfo", "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"+
+		"35 31 0:32 / /sys/fs/cgroup/mem\\040ory rw - cgroup cgroup rw,memory\n"+
+		"41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n")
+	writeFile(t, root, "sys/fs/cgroup/mem ory/a b/memory.limit_in_bytes", "123456789\n")
+	if got, from := cgroupMemoryLimit(root); got != 123456789 {
+		t.Errorf("hybrid: limit %d (from %q), want 123456789", got, from)
+	}
+	if got := unescapeMount(`a\134b\\c\04`); got != `a\b\\c\04` {
+		t.Errorf("unescape: %q", got)
+	}
+}
