@@ -1,0 +1,92 @@
+package watcher
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/restart"
+	"github.com/dynwatch/dynwatch/state"
+)
+
+// An object that moved in after a reshard, whose one change while the set
+// was stopped removed a field (a label, a data key), changed after its old
+// owner's end: its update must replay. The API server does not move any
+// managedFields time for an update that only removes fields (the field
+// manager records no set for the operation), so the latest managedFields
+// time is no proof that nothing changed.
+func TestMovedInFieldRemovalReplays(t *testing.T) {
+	ns := namespace(t)
+	ri := dyn(t).Resource(cmGVR).Namespace(ns)
+	cm := create(t, cmGVR, ns, map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "moved", "namespace": ns, "labels": map[string]any{"tier": "gold"}},
+		"data":     map[string]any{"a": "1", "b": "2"}})
+	time.Sleep(1100 * time.Millisecond)
+	end := time.Now() // the old owner stops: it delivered the object as created
+	time.Sleep(1100 * time.Millisecond)
+	// While the set is stopped: the label and a key removed, nothing added.
+	patch := []byte(`[{"op":"remove","path":"/metadata/labels/tier"},{"op":"remove","path":"/data/b"}]`)
+	if _, err := ri.Patch(t.Context(), "moved", types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	u, err := ri.Get(t.Context(), "moved", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.GetResourceVersion() == cm.GetResourceVersion() {
+		t.Fatal("the patch changed nothing")
+	}
+	raw, err := json.Marshal(u.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms := event.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+	ev := event.New(event.Add, cms, raw, nil, time.Now())
+	t.Logf("created %s, old owner's end %s, managedFields %s", u.GetCreationTimestamp().UTC(), end.UTC(), mfTimes(u.GetManagedFields()))
+
+	s, err := state.Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res := state.Resource{Resource: "configmaps"}
+	_ = s.Update(func(tx *state.Tx) error { return tx.SetBaseline(res.In(ns)) })
+	if _, err := s.Reshard("0/1 by uid", func(string, string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	prev := state.MovedFrom{Count: 1}
+	prev.SetEnd(0, end)
+	if err := s.SetMovedFrom(prev, false); err != nil {
+		t.Fatal(err)
+	}
+	l := &listing{res: cms, resharded: true, diff: true, baseline: true}
+	_ = s.View(func(tx *state.Tx) error {
+		k, baseline, err := l.reshardKnown(tx, res, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if !baseline {
+			for _, r := range restart.Listed(cms, ev, k, event.Replay, s.DigestKey(), time.Now()) {
+				got += string(r.Type)
+			}
+		}
+		if got != "update" {
+			t.Errorf("a moved-in object changed after its old owner's end (label and key removed) fires %q, want a replayed update", got)
+		}
+		return nil
+	})
+}
+
+func mfTimes(mf []metav1.ManagedFieldsEntry) []string {
+	var out []string
+	for _, e := range mf {
+		out = append(out, e.Manager+"@"+e.Time.UTC().Format(time.RFC3339))
+	}
+	return out
+}
