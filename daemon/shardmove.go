@@ -58,7 +58,11 @@ func (d *daemon) noteMovedFrom(ctx context.Context, store *state.Store, r *state
 	)
 	switch {
 	case ran && r == nil:
-		return nil // no reshard: what the last one kept stays
+		from, due := store.MovedFromDue()
+		if !due {
+			return nil // no reshard: what the last one kept stays
+		}
+		prev, own = parseSpec(from) // killed mid-reshard: keep it now
 	case ran:
 		prev, own = parseSpec(r.From)
 	case d.newToSet(ctx):

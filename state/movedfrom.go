@@ -16,7 +16,24 @@ var (
 	// keyNewShard marks a file made for a shard new to the set at a reshard:
 	// its first watches' scopes are taken as resharded (AdoptNewShard).
 	keyNewShard = []byte("newShard")
+	// keyMovedFromDue holds, from a reshard until SetMovedFrom, the spec
+	// the file was written under before it: a process killed in between
+	// (while it lists its old share, say) keeps the Leases' ends at its
+	// next start (MovedFromDue).
+	keyMovedFromDue = []byte("movedFromDue")
 )
+
+// MovedFromDue returns the spec before the last reshard when SetMovedFrom
+// has not kept what the Leases say of it since; ok is false otherwise.
+func (s *Store) MovedFromDue() (from string, ok bool) {
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyMovedFromDue); v != nil {
+			from, ok = string(v), true
+		}
+		return nil
+	})
+	return from, ok
+}
 
 // MovedFrom is what a shard knows, after a reshard, of the shard spec before
 // it: an object of its share without a record moved in from its shard under
@@ -65,6 +82,9 @@ func (s *Store) SetMovedFrom(m MovedFrom, newShard bool) error {
 				return err
 			}
 		}
+		if err := meta.Delete(keyMovedFromDue); err != nil {
+			return err
+		}
 		return meta.Put(keyMovedFrom, v)
 	})
 }
@@ -108,8 +128,10 @@ func (t *Tx) AdoptNewShard(scopes []Scope) (bool, error) {
 // forgetMovedFrom drops what an earlier reshard kept, at a new one (or when
 // the file's records are forgotten).
 func forgetMovedFrom(meta *bolt.Bucket) error {
-	if err := meta.Delete(keyNewShard); err != nil {
-		return err
+	for _, k := range [][]byte{keyNewShard, keyMovedFromDue} {
+		if err := meta.Delete(k); err != nil {
+			return err
+		}
 	}
 	return meta.Delete(keyMovedFrom)
 }
