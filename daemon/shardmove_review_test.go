@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 
@@ -189,5 +191,51 @@ func TestMovedAwayDeletedBeforeNewOwnerListed(t *testing.T) {
 	}
 	if !held {
 		t.Error("no shard's file holds a record of the object deleted between its old shard's list and its new shard's: its delete is never delivered")
+	}
+}
+
+// A shard that loses its Lease (or is stopped) while it lists its old share
+// after a reshard must leave the records it set aside as they are, for the
+// next leader to settle: dropping them makes the deletes made while the set
+// was stopped, of objects that moved away, lost for good.
+func TestMovedAwayKeptWhenTheLeaseEndsWhileListing(t *testing.T) {
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	ns := oldSetStopped(t, kube, 2, time.Now().Add(-time.Hour))
+	res := state.Resource{Resource: "configmaps"}
+	s := openStore(t, filepath.Join(t.TempDir(), "s.db"))
+	defer s.Close()
+	if _, err := s.Reshard("1/2 by uid", func(string, string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Update(func(tx *state.Tx) error {
+		for i := range 20 { // some of them move away at 2 → 3
+			if err := tx.Put(res, string(uuid.NewUUID()), &state.Record{Namespace: ns, Name: fmt.Sprintf("cm-%d", i), ResourceVersion: "1"}); err != nil {
+				return err
+			}
+		}
+		return tx.SetBaseline(res.In(ns))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	informers, err := dyninformer.NewClient(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := shardDaemon(t, kube, ns, 3, 1)
+	d.o.Informers, d.o.Discovery = informers, discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	r, err := d.reshardState(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, before, _ := s.MovedAway()
+	if len(before[res]) == 0 || r == nil {
+		t.Fatal("nothing moved away")
+	}
+	lease, lost := context.WithCancel(t.Context())
+	lost() // the Lease ends as the list starts
+	_ = d.settleMovedAway(lease, s)
+	if _, after, _ := s.MovedAway(); len(after[res]) != len(before[res]) {
+		t.Errorf("the Lease ended while listing: %d of %d records set aside are left for the next leader (the others' deletes can never replay)", len(after[res]), len(before[res]))
 	}
 }
