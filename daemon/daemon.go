@@ -266,6 +266,9 @@ func (d *daemon) openState(file *plan.File, lease context.Context) (*state.Store
 		case err == nil:
 			if err := d.shardState(lease, store); err != nil {
 				store.Close()
+				if errors.Is(err, errLeaseEnded) {
+					return nil, errLeaseEnded
+				}
 				d.log.Error("cannot open the state", "err", err)
 				return nil, ErrFailed
 			}

@@ -24,7 +24,9 @@ const settleTimeout = 2 * time.Minute
 // hold goes back among the records, so that its delete, made while the set
 // was stopped, replays from this shard, which had it; the others are
 // dropped. What cannot be listed (another cluster's records, a list that
-// fails) is dropped as before, saying so: those deletes do not replay.
+// fails) is dropped as before, saying so: those deletes do not replay; but
+// a list cut short by the end of the Lease leaves what is still set aside
+// for the next leader (errLeaseEnded).
 func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error {
 	from, away, err := store.MovedAway()
 	if err != nil || len(away) == 0 {
@@ -33,6 +35,7 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	lease := ctx
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	prev, index := parseSpec(from)
@@ -40,6 +43,11 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 	var replayed int
 	for res, recs := range away {
 		gone, err := d.gone(ctx, client, store, res, recs)
+		if err != nil && lease.Err() != nil {
+			// The Lease ended (or the process stops): what is left set
+			// aside stays for the next leader to settle.
+			return fmt.Errorf("list the objects that moved away: %w", errLeaseEnded)
+		}
 		if err != nil {
 			d.log.Warn("state: cannot tell which objects that moved to another shard were deleted while the set was stopped; their records are dropped (those deletes do not replay)",
 				"resource", res.String(), "records", len(recs), "err", err)
