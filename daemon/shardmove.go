@@ -109,11 +109,12 @@ func parseSpec(s string) (state.MovedFrom, int) {
 }
 
 // newToSet reports whether this shard had no part in the spec it runs under
-// before: its Lease, as elect first read it, did not exist or showed another
-// spec, or the set shrank past it after that Lease was last renewed.
+// before: its Lease, as elect first read it, did not exist, showed another
+// spec or a holder that had not brought its file to it (labelJoining), or
+// the set shrank past it after that Lease was last renewed.
 func (d *daemon) newToSet(ctx context.Context) bool {
 	l := d.ownLease
-	if l == nil {
+	if l == nil || l.Labels[labelJoining] == "1" { // none, or its holder was killed as it joined
 		return true
 	}
 	if was, ok := leaseSpec(l.Labels, labelShardCount, labelShardBy); !ok || !sameSpec(was, d.specNow()) {

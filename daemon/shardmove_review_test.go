@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/state"
@@ -237,5 +238,41 @@ func TestMovedAwayKeptWhenTheLeaseEndsWhileListing(t *testing.T) {
 	_ = d.settleMovedAway(lease, s)
 	if _, after, _ := s.MovedAway(); len(after[res]) != len(before[res]) {
 		t.Errorf("the Lease ended while listing: %d of %d records set aside are left for the next leader (the others' deletes can never replay)", len(after[res]), len(before[res]))
+	}
+}
+
+// A shard's Lease says it joins from the takeover until its state file is
+// brought to the spec; a holder that got there writes so at its next
+// renewal, and a later process of the shard is no longer new to the set.
+func TestShardLeaseJoiningCleared(t *testing.T) {
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	ns := oldSetStopped(t, kube, 2, time.Now().Add(-time.Hour))
+	d := shardDaemon(t, kube, ns, 3, 2)
+	takeOver(t, d, "new-2")
+	label := func() string {
+		l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), "dw-2", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Labels[labelJoining]
+	}
+	if got := label(); got != "1" {
+		t.Errorf("joining %q at the takeover, want 1", got)
+	}
+	d.joined()
+	now := metav1.NewTime(time.Now()) // its next renewal, through the same lock
+	if _, _, err := d.join.Get(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.join.Update(t.Context(), resourcelock.LeaderElectionRecord{HolderIdentity: "new-2", LeaseDurationSeconds: 15, AcquireTime: now, RenewTime: now}); err != nil {
+		t.Fatal(err)
+	}
+	if got := label(); got != "0" {
+		t.Errorf("joining %q once joined, want 0", got)
+	}
+	later := shardDaemon(t, kube, ns, 3, 2)
+	later.ownLease, _ = kube.CoordinationV1().Leases(ns).Get(t.Context(), "dw-2", metav1.GetOptions{})
+	if later.newToSet(t.Context()) {
+		t.Error("a shard that joined is new to the set again")
 	}
 }
