@@ -85,7 +85,11 @@ func (d *daemon) noteMovedFrom(ctx context.Context, store *state.Store, r *state
 			unknown = append(unknown, i)
 		}
 	}
-	if err := store.SetMovedFrom(prev, newShard); err != nil {
+	var clusters []string // each cluster's source adopts its first watches
+	for _, c := range d.o.File.Config.Clusters {
+		clusters = append(clusters, c.Name)
+	}
+	if err := store.SetMovedFrom(prev, newShard, clusters...); err != nil {
 		return fmt.Errorf("keep the previous shard spec: %w", err)
 	}
 	d.log.Info("state: resharded; objects that moved in are compared with when their shard under the previous spec stopped, as its Lease says",

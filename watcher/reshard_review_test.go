@@ -150,8 +150,8 @@ func TestNewShardWithClustersAdoptsEveryCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	prev := state.MovedFrom{Count: 1}
-	prev.SetEnd(0, time.Now().Add(-time.Hour)) // the old set stopped an hour ago
-	if err := s.SetMovedFrom(prev, true); err != nil {
+	prev.SetEnd(0, time.Now().Add(-time.Hour))                         // the old set stopped an hour ago
+	if err := s.SetMovedFrom(prev, true, "east", "west"); err != nil { // as the daemon of a shard new to the set keeps it
 		t.Fatal(err)
 	}
 	s.Close()
