@@ -83,6 +83,9 @@ type daemon struct {
 	// ownLease is this shard's Lease as elect first read it, before this
 	// process wrote it (nil: none), for shardmove.go.
 	ownLease *coordinationv1.Lease
+	// join is this shard's Lease lock (shardjoin.go; nil without shards or
+	// leader election).
+	join *joinLock
 
 	mu   sync.Mutex
 	file *plan.File // the last valid config, for the next term
@@ -269,9 +272,13 @@ func (d *daemon) openState(file *plan.File, lease context.Context) (*state.Store
 		case err == nil:
 			if err := d.shardState(lease, store); err != nil {
 				store.Close()
+				if errors.Is(err, errLeaseEnded) {
+					return nil, errLeaseEnded
+				}
 				d.log.Error("cannot open the state", "err", err)
 				return nil, ErrFailed
 			}
+			d.joined()
 			return store, nil
 		case lease == nil || !errors.Is(err, state.ErrInUse) || time.Now().After(giveUp):
 			d.log.Error("cannot open the state", "err", err)

@@ -34,15 +34,10 @@ func (d *daemon) elect(ctx context.Context) error {
 	le := d.o.File.Config.LeaderElection
 	id := identity(d.o)
 	name := d.leaseName(le.Name)
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: name},
-		Client:     d.o.Kube.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-		Labels:     d.shardLeaseLabels(ctx, le.Namespace, name),
-	}
+	li := d.leaseLock(ctx, id)
 	d.log.Info("leader election: standing by until elected", "lease", le.Namespace+"/"+name, "identity", id)
 	for ctx.Err() == nil {
-		if err := d.term(ctx, lock, id); err != nil {
+		if err := d.term(ctx, li, id); err != nil {
 			return err
 		}
 	}

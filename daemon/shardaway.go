@@ -27,7 +27,9 @@ const settleTimeout = 2 * time.Minute
 // was stopped, replays from this shard, which had it; the others are
 // dropped. Records of a named cluster are listed in that cluster. What
 // cannot be listed (a cluster that cannot be reached, a list that fails) is
-// dropped as before, saying so: those deletes do not replay.
+// dropped as before, saying so: those deletes do not replay; but a list cut
+// short by the end of the Lease leaves what is still set aside for the next
+// leader (errLeaseEnded).
 func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error {
 	from, away, err := store.MovedAway()
 	if err != nil || len(away) == 0 {
@@ -36,6 +38,7 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	lease := ctx
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	prev, index := parseSpec(from)
@@ -43,6 +46,11 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 	var replayed int
 	for res, recs := range away {
 		gone, err := d.goneIn(ctx, old, store, res, recs)
+		if err != nil && lease.Err() != nil {
+			// The Lease ended (or the process stops): what is left set
+			// aside stays for the next leader to settle.
+			return fmt.Errorf("list the objects that moved away: %w", errLeaseEnded)
+		}
 		if err != nil {
 			d.log.Warn("state: cannot tell which objects that moved to another shard were deleted while the set was stopped; their records are dropped (those deletes do not replay)",
 				"resource", res.String(), "records", len(recs), "err", err)

@@ -58,7 +58,11 @@ func (d *daemon) noteMovedFrom(ctx context.Context, store *state.Store, r *state
 	)
 	switch {
 	case ran && r == nil:
-		return nil // no reshard: what the last one kept stays
+		from, due := store.MovedFromDue()
+		if !due {
+			return nil // no reshard: what the last one kept stays
+		}
+		prev, own = parseSpec(from) // killed mid-reshard: keep it now
 	case ran:
 		prev, own = parseSpec(r.From)
 	case d.newToSet(ctx):
@@ -81,7 +85,11 @@ func (d *daemon) noteMovedFrom(ctx context.Context, store *state.Store, r *state
 			unknown = append(unknown, i)
 		}
 	}
-	if err := store.SetMovedFrom(prev, newShard); err != nil {
+	var clusters []string // each cluster's source adopts its first watches
+	for _, c := range d.o.File.Config.Clusters {
+		clusters = append(clusters, c.Name)
+	}
+	if err := store.SetMovedFrom(prev, newShard, clusters...); err != nil {
 		return fmt.Errorf("keep the previous shard spec: %w", err)
 	}
 	d.log.Info("state: resharded; objects that moved in are compared with when their shard under the previous spec stopped, as its Lease says",
@@ -105,11 +113,12 @@ func parseSpec(s string) (state.MovedFrom, int) {
 }
 
 // newToSet reports whether this shard had no part in the spec it runs under
-// before: its Lease, as elect first read it, did not exist or showed another
-// spec, or the set shrank past it after that Lease was last renewed.
+// before: its Lease, as elect first read it, did not exist, showed another
+// spec or a holder that had not brought its file to it (labelJoining), or
+// the set shrank past it after that Lease was last renewed.
 func (d *daemon) newToSet(ctx context.Context) bool {
 	l := d.ownLease
-	if l == nil {
+	if l == nil || l.Labels[labelJoining] == "1" { // none, or its holder was killed as it joined
 		return true
 	}
 	if was, ok := leaseSpec(l.Labels, labelShardCount, labelShardBy); !ok || !sameSpec(was, d.specNow()) {

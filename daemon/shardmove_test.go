@@ -35,10 +35,7 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], actions: [ou
 // the labels from the Lease as it was, written with the holder's renewal.
 func takeOver(t *testing.T, d *daemon, id string) {
 	t.Helper()
-	le := d.o.File.Config.LeaderElection
-	name := d.leaseName(le.Name)
-	lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: le.Namespace, Name: name}, Client: d.o.Kube.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id}, Labels: d.shardLeaseLabels(t.Context(), le.Namespace, name)}
+	lock := d.leaseLock(t.Context(), id)
 	now := metav1.NewTime(time.Now())
 	rec := resourcelock.LeaderElectionRecord{HolderIdentity: id, LeaseDurationSeconds: 15, AcquireTime: now, RenewTime: now}
 	if _, _, err := lock.Get(t.Context()); err != nil {

@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,7 +17,24 @@ var (
 	// keyNewShard marks a file made for a shard new to the set at a reshard:
 	// its first watches' scopes are taken as resharded (AdoptNewShard).
 	keyNewShard = []byte("newShard")
+	// keyMovedFromDue holds, from a reshard until SetMovedFrom, the spec
+	// the file was written under before it: a process killed in between
+	// (while it lists its old share, say) keeps the Leases' ends at its
+	// next start (MovedFromDue).
+	keyMovedFromDue = []byte("movedFromDue")
 )
+
+// MovedFromDue returns the spec before the last reshard when SetMovedFrom
+// has not kept what the Leases say of it since; ok is false otherwise.
+func (s *Store) MovedFromDue() (from string, ok bool) {
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyMovedFromDue); v != nil {
+			from, ok = string(v), true
+		}
+		return nil
+	})
+	return from, ok
+}
 
 // MovedFrom is what a shard knows, after a reshard, of the shard spec before
 // it: an object of its share without a record moved in from its shard under
@@ -52,18 +70,29 @@ func (m *MovedFrom) SetEnd(index int, at time.Time) {
 // SetMovedFrom keeps what the file's shard knows of the previous spec, once
 // at a reshard (Reshard drops what an earlier one kept). newShard marks a
 // file made for a shard new to the set: the scopes of its first watches are
-// then resharded scopes, not first starts (AdoptNewShard).
-func (s *Store) SetMovedFrom(m MovedFrom, newShard bool) error {
+// then resharded scopes, not first starts (AdoptNewShard). With clusters,
+// the mark holds for the first watches of each of clusters (their names),
+// each cluster's source starting its own.
+func (s *Store) SetMovedFrom(m MovedFrom, newShard bool, clusters ...string) error {
 	v, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode the previous shard spec: %w", err)
 	}
+	mark := []byte("1")
+	if len(clusters) > 0 {
+		if mark, err = json.Marshal(clusters); err != nil {
+			return fmt.Errorf("encode the clusters of a new shard: %w", err)
+		}
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if newShard {
-			if err := meta.Put(keyNewShard, []byte("1")); err != nil {
+			if err := meta.Put(keyNewShard, mark); err != nil {
 				return err
 			}
+		}
+		if err := meta.Delete(keyMovedFromDue); err != nil {
+			return err
 		}
 		return meta.Put(keyMovedFrom, v)
 	})
@@ -90,7 +119,12 @@ func (t *Tx) NewShard() bool { return t.tx.Bucket(bucketMeta).Get(keyNewShard) !
 // reports whether the file had the mark.
 func (t *Tx) AdoptNewShard(scopes []Scope) (bool, error) {
 	meta := t.tx.Bucket(bucketMeta)
-	if meta.Get(keyNewShard) == nil {
+	mark := meta.Get(keyNewShard)
+	if mark == nil {
+		return false, nil
+	}
+	rest, ours := pendingClusters(mark, scopes)
+	if !ours {
 		return false, nil
 	}
 	baselines := t.tx.Bucket(bucketBaseline)
@@ -102,14 +136,42 @@ func (t *Tx) AdoptNewShard(scopes []Scope) (bool, error) {
 			return false, err
 		}
 	}
+	if rest != nil {
+		return true, meta.Put(keyNewShard, rest)
+	}
 	return true, meta.Delete(keyNewShard)
+}
+
+// pendingClusters reads a new shard's mark: "1" holds for the first
+// watches, whichever cluster; a list of clusters for the first watches of
+// each. ours reports whether it holds for scopes (one source's, one
+// cluster's), rest the mark to keep once they are adopted (nil: none).
+func pendingClusters(mark []byte, scopes []Scope) (rest []byte, ours bool) {
+	var pending []string
+	if string(mark) == "1" || json.Unmarshal(mark, &pending) != nil {
+		return nil, true
+	}
+	if len(scopes) == 0 {
+		return nil, false
+	}
+	i := slices.Index(pending, scopes[0].Cluster)
+	if i < 0 {
+		return nil, false
+	}
+	if pending = slices.Delete(pending, i, i+1); len(pending) == 0 {
+		return nil, true
+	}
+	rest, _ = json.Marshal(pending)
+	return rest, true
 }
 
 // forgetMovedFrom drops what an earlier reshard kept, at a new one (or when
 // the file's records are forgotten).
 func forgetMovedFrom(meta *bolt.Bucket) error {
-	if err := meta.Delete(keyNewShard); err != nil {
-		return err
+	for _, k := range [][]byte{keyNewShard, keyMovedFromDue} {
+		if err := meta.Delete(k); err != nil {
+			return err
+		}
 	}
 	return meta.Delete(keyMovedFrom)
 }
