@@ -30,6 +30,8 @@ const (
 // Committer applies changes to a Store in the order they were submitted, as
 // many as are waiting in one transaction (group commit): the submitter never
 // waits for the disk, and one change's parts still land together or not at all.
+// With Gather, a burst waits a little to share a transaction; changes
+// submitted with Later linger for one to ride in (linger.go).
 //
 // A transaction the file refuses (disk full, file too large, read-only) is
 // tried again, with backoff, until it lands: nothing submitted after it is
