@@ -182,11 +182,12 @@ func (c *Committer) submit(cm commit) {
 	if cm.due.IsZero() {
 		c.urgent++
 	}
-	first := len(c.waiting) == 1
-	c.mu.Unlock()
 	// A change held or lingering behind others needs no wake-up: Run
-	// looks at the first waiting change's time.
-	if first || cm.due.IsZero() && cm.hold.IsZero() {
+	// looks at the first waiting change's time (or at once when the first
+	// change that does not linger comes).
+	wake := len(c.waiting) == 1 || cm.due.IsZero() && (cm.hold.IsZero() || c.urgent == 1)
+	c.mu.Unlock()
+	if wake {
 		c.signal()
 	}
 }

@@ -228,3 +228,51 @@ func TestCarriedMarksDoNotWaitForARefusedCommit(t *testing.T) {
 		t.Errorf("pending at the end: %v, want the big delivery alone (seq 2)", pending)
 	}
 }
+
+// With Gather, changes that come in a burst share a transaction; a change
+// after a quiet spell is committed at once, not held.
+func TestGatherSharesABurstsCommit(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := NewCommitter(s, CommitterOptions{Gather: 200 * time.Millisecond})
+	ran := make(chan struct{})
+	go func() { c.Run(); close(ran) }()
+	defer func() { c.Close(); <-ran }()
+	submitID := func() <-chan txResult {
+		done := make(chan txResult, 1)
+		var id int
+		c.Submit(0, func(tx *Tx) error { id = tx.tx.ID(); return nil }, func(err error) { done <- txResult{id, err} })
+		return done
+	}
+	start := time.Now()
+	alone := wait(t, "a change after a quiet spell", submitID())
+	if d := time.Since(start); d > 150*time.Millisecond {
+		t.Errorf("a change after a quiet spell landed after %s: held", d)
+	}
+	time.Sleep(250 * time.Millisecond) // quiet again
+	var burst []<-chan txResult
+	for range 10 {
+		burst = append(burst, submitID())
+		time.Sleep(time.Millisecond)
+	}
+	ids := map[int]bool{}
+	for i, ch := range burst {
+		res := wait(t, "a change of the burst", ch)
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		if res.id == alone.id {
+			t.Fatalf("change %d of the burst landed in the earlier transaction", i)
+		}
+		ids[res.id] = true
+	}
+	// The first two come as a quiet spell ends and go at once; the rest
+	// are held and share one transaction (two if the second's commit was
+	// still running).
+	if len(ids) > 4 {
+		t.Errorf("a burst of 10 took %d transactions, want them shared", len(ids))
+	}
+}
