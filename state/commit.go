@@ -30,6 +30,8 @@ const (
 // Committer applies changes to a Store in the order they were submitted, as
 // many as are waiting in one transaction (group commit): the submitter never
 // waits for the disk, and one change's parts still land together or not at all.
+// With Gather, a burst waits a little to share a transaction; changes
+// submitted with Later linger for one to ride in (linger.go).
 //
 // A transaction the file refuses (disk full, file too large, read-only) is
 // tried again, with backoff, until it lands: nothing submitted after it is
@@ -56,6 +58,23 @@ type Committer struct {
 	pendingBytes int64
 	// overflow, once the bound was reached, is why the committer stopped.
 	overflow *OverflowError
+	// urgent counts the waiting changes not submitted with Later: while
+	// there is none, Run lets the waiting ones linger (see linger.go).
+	urgent int
+	// applying: Run has taken a batch and not finished it; carried counts
+	// the changes a carrier took (their transaction is the carrier's).
+	// Either keeps the other from taking changes, so that they land in
+	// the order they were submitted.
+	applying bool
+	carried  int
+	// lastSubmit is when the last change was submitted, and streak how
+	// many came in a row each within Gather of the one before (with
+	// Gather).
+	lastSubmit time.Time
+	streak     int
+	// rider is the committer whose lingering changes this one's
+	// transactions carry (Carry).
+	rider *Committer
 
 	errMu   sync.Mutex
 	failing error     // the last refusal while commits fail, else nil
@@ -78,6 +97,18 @@ type CommitterOptions struct {
 	Overflow func(*OverflowError)
 	// What names the changes in logs: "events" by default.
 	What string
+	// Gather, when set, lets changes that come in a burst share a
+	// transaction (two fdatasyncs) even when the file could take them one
+	// by one: a change that comes within Gather of the one before, itself
+	// within Gather of its own, is committed no sooner than Gather after it
+	// was submitted, with what came meanwhile; any other at once. Zero:
+	// every change is committed as soon as the transaction before it is.
+	Gather time.Duration
+	// Linger is how long a change submitted with Later may wait for a
+	// transaction to share (a carrier's, see Carry, or one a change
+	// submitted after it makes) before Run commits it by itself. Zero: Later
+	// is Submit.
+	Linger time.Duration
 }
 
 type commit struct {
@@ -88,6 +119,15 @@ type commit struct {
 	fn func(*Tx) error
 	// after runs once fn's transaction committed (err nil) or failed for good.
 	after func(err error)
+	// due, for a change submitted with Later, is when it has lingered
+	// long enough; zero for any other.
+	due time.Time
+	// hold, for a change that came within Gather of the one before, is
+	// when its commit may start at the earliest; zero for any other.
+	hold time.Time
+	// owner is the committer the change was submitted to, when a carrier
+	// took it; nil when it is the one applying it.
+	owner *Committer
 }
 
 // NewCommitter returns a committer for s; Run applies what is submitted.
@@ -117,7 +157,10 @@ func NewCommitter(s *Store, opts CommitterOptions) *Committer {
 // and every later change (fn never runs). A change submitted while nothing waits is
 // taken whatever its size.
 func (c *Committer) Submit(size int, fn func(*Tx) error, after func(error)) {
-	cm := commit{size: int64(size) + commitOverhead, fn: fn, after: after}
+	c.submit(commit{size: int64(size) + commitOverhead, fn: fn, after: after, hold: c.gather()})
+}
+
+func (c *Committer) submit(cm commit) {
 	c.mu.Lock()
 	if c.closed {
 		err := ErrStopped
@@ -125,19 +168,28 @@ func (c *Committer) Submit(size int, fn func(*Tx) error, after func(error)) {
 			err = fmt.Errorf("%w: %w", ErrGivenUp, c.overflow)
 		}
 		c.mu.Unlock()
-		after(err)
+		cm.after(err)
 		return
 	}
 	if oe := c.overflows(cm.size); oe != nil {
 		c.stopOverflowing(oe)
-		after(fmt.Errorf("%w: %w", ErrGivenUp, oe))
+		cm.after(fmt.Errorf("%w: %w", ErrGivenUp, oe))
 		return
 	}
 	c.waiting = append(c.waiting, cm)
 	c.pendingN++
 	c.pendingBytes += cm.size
+	if cm.due.IsZero() {
+		c.urgent++
+	}
+	// A change held or lingering behind others needs no wake-up: Run
+	// looks at the first waiting change's time (or at once when the first
+	// change that does not linger comes).
+	wake := len(c.waiting) == 1 || cm.due.IsZero() && (cm.hold.IsZero() || c.urgent == 1)
 	c.mu.Unlock()
-	c.signal()
+	if wake {
+		c.signal()
+	}
 }
 
 func (c *Committer) signal() {
@@ -177,15 +229,18 @@ func (c *Committer) Err() error {
 // up) what was submitted before.
 func (c *Committer) Run() {
 	for {
-		batch, closed := c.take()
+		batch, closed, due := c.take()
 		switch {
 		case len(batch) > 0:
-			if cause := c.apply(batch); cause != nil {
-				c.giveUp(batch, cause)
+			if rest, cause := c.apply(append(c.rider.lend(), batch...)); cause != nil {
+				c.giveUp(rest, cause)
 				return
 			}
+			c.applied()
 		case closed:
 			return
+		case !due.IsZero():
+			c.waitUntil(due)
 		default:
 			<-c.wake
 		}
@@ -193,26 +248,54 @@ func (c *Committer) Run() {
 }
 
 // take returns up to maxBatch of the waiting changes, in order, and whether
-// Close was called.
-func (c *Committer) take() ([]commit, bool) {
+// Close was called; nothing (and when to look again, if not when woken)
+// while a carrier holds some of them or they linger.
+func (c *Committer) take() ([]commit, bool, time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := min(len(c.waiting), maxBatch)
+	if c.carried > 0 {
+		return nil, false, time.Time{} // the carrier wakes Run once they landed
+	}
+	if len(c.waiting) == 0 {
+		return nil, c.closed, time.Time{}
+	}
+	if !c.closed {
+		first, now := c.waiting[0], time.Now()
+		if c.urgent == 0 && now.Before(first.due) {
+			return nil, false, first.due
+		}
+		if now.Before(first.hold) && len(c.waiting) < maxBatch {
+			return nil, false, first.hold
+		}
+	}
+	return c.takeLocked(len(c.waiting)), c.closed, time.Time{}
+}
+
+// takeLocked takes up to maxBatch of the first n waiting changes for a
+// transaction. c.mu is held.
+func (c *Committer) takeLocked(n int) []commit {
+	n = min(n, maxBatch)
 	batch := slices.Clone(c.waiting[:n])
+	for _, cm := range batch {
+		if cm.due.IsZero() {
+			c.urgent--
+		}
+	}
 	clear(c.waiting[:n]) // what was taken is not kept alive by the queue
 	c.waiting = c.waiting[n:]
 	if len(c.waiting) == 0 {
 		c.waiting = nil // let the backing array go
 	}
-	return batch, c.closed
+	c.applying = true
+	return batch
 }
 
 // apply commits batch. A change that fails by itself is left out (its after
 // gets the error) and the others are committed without it; a transaction the
 // file refuses is tried again with backoff. It returns the refusal when the
-// file refused it after Close (or once the bound was reached): what is left of
-// batch is then to be given up.
-func (c *Committer) apply(batch []commit) error {
+// file refused it after Close (or once the bound was reached), with what is
+// left of batch, to be given up.
+func (c *Committer) apply(batch []commit) ([]commit, error) {
 	delay := firstRetry
 	for len(batch) > 0 {
 		bad := -1
@@ -231,26 +314,32 @@ func (c *Committer) apply(batch []commit) error {
 			for _, cm := range batch {
 				c.finish(cm, nil)
 			}
-			return nil
+			return nil, nil
 		case bad >= 0:
 			c.finish(batch[bad], err)
 			batch = slices.Delete(batch, bad, bad+1)
 			continue
 		}
 		c.refused(err)
+		batch = returnCarried(batch)
 		select {
 		case <-c.stopping:
-			return err
+			return batch, err
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, maxRetry)
 	}
-	return nil
+	return nil, nil
 }
 
-// finish runs cm's after and counts it done.
+// finish runs cm's after and counts it done, by the committer it was
+// submitted to.
 func (c *Committer) finish(cm commit, err error) {
 	cm.after(err)
+	if cm.owner != nil {
+		cm.owner.carriedDone(cm)
+		return
+	}
 	c.mu.Lock()
 	c.pendingN--
 	c.pendingBytes -= cm.size

@@ -40,7 +40,7 @@ type Store struct {
 // process, an unreadable file and a file of another format are errors that say
 // what to do.
 func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := bolt.Open(path, 0o600, boltOptions())
 	switch {
 	case errors.Is(err, bolt.ErrTimeout):
 		return nil, fmt.Errorf("state file %s is %w; stop it first, or give this one its own state.path", path, ErrInUse)
@@ -122,6 +122,18 @@ func Reset(path string) (records, pending int, err error) {
 		return records, pending, err
 	}
 	return records, pending, nil
+}
+
+// boltOptions are the options a state file is opened with. The freelist (the
+// pages a commit may reuse) is not written by every commit but rebuilt at
+// open, walking the pages the file uses (30 to 60 ms for a 170 MB file of
+// 100 000 records and 20 000 deliveries: BenchmarkOpen), and kept as a map,
+// whose allocations do not scan a long list: a commit writes one page fewer.
+// An open after a crash costs what any open does: a freelist that is not on
+// disk cannot be stale. bbolt of any version reads such a file (one that
+// syncs freelists writes it again itself).
+func boltOptions() *bolt.Options {
+	return &bolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType}
 }
 
 // Tx is one atomic change: object records and deliveries together.

@@ -1,0 +1,147 @@
+package state
+
+import (
+	"slices"
+	"time"
+)
+
+// Changes that may wait (a delivery's done mark: lost in a crash, it only
+// makes the delivery happen again) need no transaction of their own: Later
+// lets them linger until a transaction is made anyway, theirs or a carrier's
+// (Carry), and commits them by itself only once they have lingered
+// CommitterOptions.Linger. While events flow, their marks cost no fsync.
+
+// Later queues fn as Submit does (size 0), but lets it linger: it is applied
+// with the next transaction this committer or its carrier makes, or by a
+// transaction of its own once it has waited the committer's Linger. Flush and
+// Close apply it at once, as every change before them.
+func (c *Committer) Later(fn func(*Tx) error, after func(error)) {
+	cm := commit{size: commitOverhead, fn: fn, after: after}
+	if c.opts.Linger > 0 {
+		cm.due = time.Now().Add(c.opts.Linger)
+	}
+	c.submit(cm)
+}
+
+// Carry makes every transaction of c carry what waits in rider, submitted
+// with Later, up to its first change that was not: rider's changes still land
+// in the order they were submitted (rider applies none while c holds some).
+// A transaction of c's that the file refuses gives them back to rider, which
+// commits them by itself meanwhile. Call it before Run.
+func (c *Committer) Carry(rider *Committer) {
+	c.rider = rider
+}
+
+// lend hands a carrier what lingers at the head of c's queue, unless c is
+// applying a batch of its own or has lent some already (then they are left
+// to Run or to the next carrier's transaction). c may be nil.
+func (c *Committer) lend() []commit {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.applying || c.carried > 0 || c.closed {
+		return nil
+	}
+	n := 0
+	for n < len(c.waiting) && n < maxBatch && !c.waiting[n].due.IsZero() {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	out := c.takeLocked(n)
+	c.applying = false // the carrier applies them
+	for i := range out {
+		out[i].owner = c
+	}
+	c.carried = n
+	return out
+}
+
+// returnCarried gives what batch carries (lent, at its head) back to the
+// committer it came from, and returns the rest: a transaction the file
+// refused is retried without them.
+func returnCarried(batch []commit) []commit {
+	n := 0
+	for n < len(batch) && batch[n].owner != nil {
+		n++
+	}
+	if n > 0 {
+		batch[0].owner.giveBack(batch[:n])
+	}
+	return batch[n:]
+}
+
+// giveBack puts changes a carrier took, whose transaction the file refused,
+// back at the head of c's queue, due at once: a transaction of c's own (a
+// mark only deletes: it seldom needs room) may land while the carrier's waits
+// for the disk.
+func (c *Committer) giveBack(cms []commit) {
+	now := time.Now()
+	back := slices.Clone(cms)
+	for i := range back {
+		back[i].owner, back[i].due = nil, now
+	}
+	c.mu.Lock()
+	c.waiting = slices.Concat(back, c.waiting)
+	c.carried -= len(back)
+	c.mu.Unlock()
+	c.signal()
+}
+
+// carriedDone counts done one of c's changes that a carrier finished, and
+// wakes Run once the carrier holds none of them any more.
+func (c *Committer) carriedDone(cm commit) {
+	c.mu.Lock()
+	c.pendingN--
+	c.pendingBytes -= cm.size
+	c.carried--
+	last := c.carried == 0
+	c.mu.Unlock()
+	if last {
+		c.signal()
+	}
+}
+
+// applied notes that Run finished its batch.
+func (c *Committer) applied() {
+	c.mu.Lock()
+	c.applying = false
+	c.mu.Unlock()
+}
+
+// gather returns when a change submitted now may be committed at the
+// earliest: zero, unless it comes within Gather of the change before, and
+// that one within Gather of the one before it (a burst, not the jitter of a
+// steadier flow: at 100 changes a second with Gather 10ms, a change that
+// comes early by chance is not held).
+func (c *Committer) gather() time.Time {
+	if c.opts.Gather <= 0 {
+		return time.Time{}
+	}
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now.Sub(c.lastSubmit) < c.opts.Gather {
+		c.streak++
+	} else {
+		c.streak = 0
+	}
+	c.lastSubmit = now
+	if c.streak < 2 {
+		return time.Time{}
+	}
+	return now.Add(c.opts.Gather)
+}
+
+// waitUntil waits until due, or until Run is woken.
+func (c *Committer) waitUntil(due time.Time) {
+	t := time.NewTimer(time.Until(due))
+	defer t.Stop()
+	select {
+	case <-c.wake:
+	case <-t.C:
+	}
+}
