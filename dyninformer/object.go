@@ -169,19 +169,21 @@ func str(b []byte) string {
 // parseObject makes an Object of one JSON object: it reads the metadata in one
 // pass, copies the bytes once with managedFields cut out, and adds kind and
 // apiVersion where the object has none (items of lists of built-in types).
-// src is not kept.
-func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
+// src is not kept. With a shard, an object of another shard (one with a uid
+// that the shard does not own) is errOtherShard, read no further than its
+// metadata and not copied: nothing of it is allocated.
+func parseObject(src []byte, kind, apiVersion string, shard *Shard) (*Object, error) {
 	open := firstNonSpace(src)
 	if open < 0 || src[open] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
 	p := &scanner{b: src, i: open + 1}
-	o := &Object{}
-	md, cut := [2]int{-1, -1}, [2]int{-1, -1}
+	var m metaSpans
+	found := false
 	hasKind, hasAPIVersion := false, false
 	// kind and apiVersion come before metadata when they are there at all: Go's
 	// encoders write TypeMeta first, and an unstructured object's keys sorted.
-	for md[0] < 0 {
+	for !found {
 		key, ok := p.key()
 		if !ok {
 			break
@@ -189,8 +191,8 @@ func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
 		if key == "metadata" {
 			p.skipSpace()
 			if p.i < len(src) && src[p.i] == '{' {
-				md[0] = p.i
-				cut = readMetadata(p, o) // and finds its end, in one pass
+				found = true
+				m = readMetadata(p) // and finds its end, in one pass
 			}
 			break
 		}
@@ -205,8 +207,14 @@ func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
 			hasAPIVersion = true
 		}
 	}
-	if md[0] < 0 || p.err != nil {
+	if !found || p.err != nil {
 		return nil, errors.New("object without metadata")
+	}
+	if shard != nil {
+		// An object without a uid (a bookmark's) is the caller's to judge.
+		if uid := m.get(src, m.uid, false); uid != "" && !shard.Owns(uid, m.get(src, m.namespace, false)) {
+			return nil, errOtherShard
+		}
 	}
 	var prefix []byte
 	if !hasKind && kind != "" {
@@ -215,40 +223,56 @@ func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
 	if !hasAPIVersion && apiVersion != "" {
 		prefix = append(appendJSONString(append(prefix, `"apiVersion":`...), apiVersion), ',')
 	}
-	o.raw = assemble(src, open, lastNonSpace(src), prefix, widenCut(src, cut))
-	return o, nil
+	return &Object{
+		raw:  assemble(src, open, lastNonSpace(src), prefix, widenCut(src, m.cut)),
+		name: m.get(src, m.name, true), namespace: m.get(src, m.namespace, true),
+		uid: m.get(src, m.uid, true), resourceVersion: m.get(src, m.resourceVersion, true),
+	}, nil
 }
 
-// readMetadata reads name, namespace, uid and resourceVersion (copies) of the
-// metadata object at m's position into o, and returns the span of its
-// managedFields member, key to value ({-1, -1} if it has none). m is left
-// after the object, or with its error.
-func readMetadata(m *scanner, o *Object) [2]int {
-	cut := [2]int{-1, -1}
-	b := m.b
+// errOtherShard is parseObject's answer for an object of another shard.
+var errOtherShard = errors.New("an object of another shard")
+
+// metaSpans are where readMetadata found the values of name, namespace, uid
+// and resourceVersion ({0, 0}: absent) and the managedFields member, key to
+// value ({-1, -1}: none).
+type metaSpans struct {
+	name, namespace, uid, resourceVersion, cut [2]int
+}
+
+// get is the string at span of b: a view of it, or a copy when copied.
+func (metaSpans) get(b []byte, span [2]int, copied bool) string {
+	return stringValue(b[span[0]:span[1]], copied)
+}
+
+// readMetadata finds the values of the metadata object at m's position that an
+// Object keeps, and its managedFields member. m is left after the object, or
+// with its error.
+func readMetadata(m *scanner) metaSpans {
+	out := metaSpans{cut: [2]int{-1, -1}}
 	m.i++ // the '{'
 	for {
 		m.skipSpace()
 		k := m.i
 		key, ok := m.key()
 		if !ok {
-			return cut
+			return out
 		}
 		s, e := m.value()
 		if m.err != nil {
-			return cut
+			return out
 		}
 		switch key {
 		case "name":
-			o.name = stringValue(b[s:e], true)
+			out.name = [2]int{s, e}
 		case "namespace":
-			o.namespace = stringValue(b[s:e], true)
+			out.namespace = [2]int{s, e}
 		case "uid":
-			o.uid = stringValue(b[s:e], true)
+			out.uid = [2]int{s, e}
 		case "resourceVersion":
-			o.resourceVersion = stringValue(b[s:e], true)
+			out.resourceVersion = [2]int{s, e}
 		case "managedFields":
-			cut = [2]int{k, e}
+			out.cut = [2]int{k, e}
 		}
 	}
 }
