@@ -191,8 +191,9 @@ func parseList(body []byte, into *List, shard *Shard) error {
 			}
 		case "items":
 			items = true
+			t := newTypeMembers(strings.TrimSuffix(kind, "List"), apiVersion)
 			if err := p.items(func(item []byte) error {
-				o, err := parseObject(item, strings.TrimSuffix(kind, "List"), apiVersion, shard)
+				o, err := parseItem(item, t, shard)
 				switch err {
 				case nil:
 					into.Items = append(into.Items, o)

@@ -111,8 +111,21 @@ func TestShardCodecList(t *testing.T) {
 		t.Errorf("a page of %d items of other shards: %v allocations, an empty page %v", len(others), foreign, none)
 	}
 	item := []byte(others[0])
-	if n := testing.AllocsPerRun(50, func() { _, _ = parseObject(item, "ConfigMap", "v1", &shard) }); n != 0 {
+	tm := newTypeMembers("ConfigMap", "v1")
+	if n := testing.AllocsPerRun(50, func() { _, _ = parseItem(item, tm, &shard) }); n != 0 {
 		t.Errorf("an item of another shard: %v allocations", n)
+	}
+	// The shard's own: the Object, its bytes, and the four strings it keeps
+	// in one.
+	var own []byte
+	for i := range owned {
+		if owned[i] {
+			own = []byte(items[i])
+			break
+		}
+	}
+	if n := testing.AllocsPerRun(50, func() { _, _ = parseItem(own, tm, &shard) }); n != 3 {
+		t.Errorf("an item of the shard: %v allocations, want 3", n)
 	}
 }
 

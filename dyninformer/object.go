@@ -3,6 +3,7 @@ package dyninformer
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,6 +174,27 @@ func str(b []byte) string {
 // that the shard does not own) is errOtherShard, read no further than its
 // metadata and not copied: nothing of it is allocated.
 func parseObject(src []byte, kind, apiVersion string, shard *Shard) (*Object, error) {
+	return parseItem(src, newTypeMembers(kind, apiVersion), shard)
+}
+
+// typeMembers are the "kind" and "apiVersion" members, comma included, that
+// an object without them gets (nil: none); a list makes them once for all
+// its items.
+type typeMembers struct{ kind, apiVersion []byte }
+
+func newTypeMembers(kind, apiVersion string) typeMembers {
+	var t typeMembers
+	if kind != "" {
+		t.kind = append(appendJSONString([]byte(`"kind":`), kind), ',')
+	}
+	if apiVersion != "" {
+		t.apiVersion = append(appendJSONString([]byte(`"apiVersion":`), apiVersion), ',')
+	}
+	return t
+}
+
+// parseItem is parseObject with the type members made.
+func parseItem(src []byte, t typeMembers, shard *Shard) (*Object, error) {
 	open := firstNonSpace(src)
 	if open < 0 || src[open] != '{' {
 		return nil, errors.New("not a JSON object")
@@ -216,18 +238,15 @@ func parseObject(src []byte, kind, apiVersion string, shard *Shard) (*Object, er
 			return nil, errOtherShard
 		}
 	}
-	var prefix []byte
-	if !hasKind && kind != "" {
-		prefix = append(appendJSONString(append(prefix, `"kind":`...), kind), ',')
+	if hasKind {
+		t.kind = nil
 	}
-	if !hasAPIVersion && apiVersion != "" {
-		prefix = append(appendJSONString(append(prefix, `"apiVersion":`...), apiVersion), ',')
+	if hasAPIVersion {
+		t.apiVersion = nil
 	}
-	return &Object{
-		raw:  assemble(src, open, lastNonSpace(src), prefix, widenCut(src, m.cut)),
-		name: m.get(src, m.name, true), namespace: m.get(src, m.namespace, true),
-		uid: m.get(src, m.uid, true), resourceVersion: m.get(src, m.resourceVersion, true),
-	}, nil
+	o := &Object{raw: assemble(src, open, lastNonSpace(src), t, widenCut(src, m.cut))}
+	o.name, o.namespace, o.uid, o.resourceVersion = m.strings(src)
+	return o, nil
 }
 
 // errOtherShard is parseObject's answer for an object of another shard.
@@ -243,6 +262,20 @@ type metaSpans struct {
 // get is the string at span of b: a view of it, or a copy when copied.
 func (metaSpans) get(b []byte, span [2]int, copied bool) string {
 	return stringValue(b[span[0]:span[1]], copied)
+}
+
+// strings copies name, namespace, uid and resourceVersion out of b, in one
+// allocation that the four share.
+func (m metaSpans) strings(b []byte) (name, namespace, uid, resourceVersion string) {
+	v := [4]string{m.get(b, m.name, false), m.get(b, m.namespace, false), m.get(b, m.uid, false), m.get(b, m.resourceVersion, false)}
+	var all strings.Builder
+	all.Grow(len(v[0]) + len(v[1]) + len(v[2]) + len(v[3]))
+	for _, s := range v {
+		all.WriteString(s)
+	}
+	s := all.String()
+	n0, n1, n2 := len(v[0]), len(v[0])+len(v[1]), len(v[0])+len(v[1])+len(v[2])
+	return s[:n0], s[n0:n1], s[n1:n2], s[n2:]
 }
 
 // readMetadata finds the values of the metadata object at m's position that an
@@ -313,15 +346,16 @@ func widenCut(src []byte, cut [2]int) [2]int {
 }
 
 // assemble copies src[open:end+1] into a slice of exactly its final size, with
-// prefix after the opening brace and the cut span left out.
-func assemble(src []byte, open, end int, prefix []byte, cut [2]int) []byte {
-	n := end + 1 - open + len(prefix)
+// the type members after the opening brace and the cut span left out.
+func assemble(src []byte, open, end int, t typeMembers, cut [2]int) []byte {
+	n := end + 1 - open + len(t.kind) + len(t.apiVersion)
 	if cut[0] >= 0 {
 		n -= cut[1] - cut[0]
 	}
 	out := make([]byte, 0, n)
 	out = append(out, '{')
-	out = append(out, prefix...)
+	out = append(out, t.kind...)
+	out = append(out, t.apiVersion...)
 	if cut[0] < 0 {
 		return append(out, src[open+1:end+1]...)
 	}
