@@ -24,7 +24,7 @@ import (
 type rawSerializer struct{ shard *Shard }
 
 func (s rawSerializer) SupportedMediaTypes() []runtime.SerializerInfo {
-	c := rawCodec{shard: s.shard}
+	c := rawCodec(s)
 	return []runtime.SerializerInfo{{
 		MediaType:        "application/json",
 		MediaTypeType:    "application",
