@@ -42,7 +42,7 @@ func (c *Client) WithShard(s Shard, log *slog.Logger) *Client {
 		cfg.RateLimiter = all.rest.GetRateLimiter()
 		if rc, err := rest.UnversionedRESTClientForConfigAndClient(cfg, all.http); err == nil {
 			sc.rest = rc
-		} // else (not seen: the same config made all's) keep and the watch filter drop them
+		} // else (not seen: the config made all's) keep and the watch filter still drop them
 	}
 	return sc
 }
