@@ -33,7 +33,7 @@ func BenchmarkDecodeListPage(b *testing.B) {
 		cpu0 := threadCPU()
 		for b.Loop() {
 			var l List
-			if err := parseList(page, &l); err != nil || len(l.Items) != 500 {
+			if err := parseList(page, &l, nil); err != nil || len(l.Items) != 500 {
 				b.Fatal(err, len(l.Items))
 			}
 		}
@@ -112,7 +112,7 @@ func BenchmarkDecodeWatchEvent(b *testing.B) {
 func BenchmarkHandOver(b *testing.B) {
 	m := &Manager{now: time.Now}
 	e := &entry{watch: Watch{}}
-	old, err := parseObject([]byte(benchDeployment(1, true)), "", "")
+	old, err := parseObject([]byte(benchDeployment(1, true)), "", "", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package dyninformer
 
 import (
 	"context"
+	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,10 +16,16 @@ import (
 // object into maps.
 type Client struct {
 	rest rest.Interface
+	// cfg and http are what rest was made of: WithShard makes the shard's
+	// REST client of them, with a codec of its own.
+	cfg  *rest.Config
+	http *http.Client
 	// shard, when sharded, is what the client keeps (WithShard, shardclient.go),
-	// and server what it learnt of the servers' filtering.
+	// server what it learnt of the servers' filtering, and all the client of
+	// everything it was made from (Unsharded).
 	shard  Shard
 	server *serverSharding
+	all    *Client
 }
 
 // NewClient returns a Client for the cluster of cfg.
@@ -32,11 +39,18 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
-	rc, err := rest.UnversionedRESTClientFor(c)
+	if _, _, err := rest.DefaultServerUrlFor(c); err != nil {
+		return nil, err
+	}
+	hc, err := rest.HTTPClientFor(c)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{rest: rc}, nil
+	rc, err := rest.UnversionedRESTClientForConfigAndClient(c, hc)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{rest: rc, cfg: c, http: hc}, nil
 }
 
 // path returns the URL path segments of a resource in a namespace ("" = all).
@@ -78,12 +92,17 @@ func (c *Client) List(ctx context.Context, gvr schema.GroupVersionResource, ns s
 // errors, *metav1.Status.
 func (c *Client) Watch(ctx context.Context, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	c.shardWatch(ctx, gvr, ns, &opts)
+	c.shardWatch(gvr, &opts)
 	w, err := c.rest.Get().AbsPath(path(gvr, ns)...).
 		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion).
 		Watch(ctx)
+	if err != nil && c.shardRefused(gvr, &opts, err) {
+		w, err = c.rest.Get().AbsPath(path(gvr, ns)...).
+			SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion).
+			Watch(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return c.filterWatch(w), nil
+	return c.filterWatch(ctx, w, gvr, ns, opts.ShardSelector), nil
 }

@@ -19,16 +19,19 @@ import (
 // rawSerializer is the REST client's content negotiation for JSON that is kept
 // as bytes: list pages become Lists of Objects, watch frames WatchEvents whose
 // objects become Objects, errors metav1.Status. Nothing is decoded into maps.
-type rawSerializer struct{}
+// With a shard (the REST client of Client.WithShard), what it decodes holds
+// only the shard's objects: see rawCodec.
+type rawSerializer struct{ shard *Shard }
 
-func (rawSerializer) SupportedMediaTypes() []runtime.SerializerInfo {
+func (s rawSerializer) SupportedMediaTypes() []runtime.SerializerInfo {
+	c := rawCodec(s)
 	return []runtime.SerializerInfo{{
 		MediaType:        "application/json",
 		MediaTypeType:    "application",
 		MediaTypeSubType: "json",
 		EncodesAsText:    true,
-		Serializer:       rawCodec{},
-		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: rawCodec{}, Framer: jsonFramer{hints: true}},
+		Serializer:       c,
+		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: c, Framer: jsonFramer{hints: true}},
 	}}
 }
 
@@ -41,8 +44,11 @@ func (rawSerializer) DecoderToVersion(d runtime.Decoder, _ runtime.GroupVersione
 }
 
 // rawCodec decodes into the types the REST client, the reflector and the
-// watch decoder ask for.
-type rawCodec struct{}
+// watch decoder ask for. With a shard, another shard's objects are read no
+// further than their metadata and never copied (parseObject): a list page
+// leaves them out of its Items, and a watch event's object (decoded into
+// nil) is otherShard, which the shard's watch filter drops.
+type rawCodec struct{ shard *Shard }
 
 func (rawCodec) Identifier() runtime.Identifier { return "dyninformer-raw-json" }
 
@@ -56,10 +62,10 @@ func (rawCodec) Encode(obj runtime.Object, w io.Writer) error {
 	return json.NewEncoder(w).Encode(obj)
 }
 
-func (rawCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+func (c rawCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	switch into := into.(type) {
 	case *metav1.WatchEvent:
-		if err := decodeWatchEvent(data, into); err != nil {
+		if err := decodeWatchEvent(data, into, c.shard); err != nil {
 			return nil, nil, err
 		}
 		return into, nil, nil
@@ -67,7 +73,7 @@ func (rawCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Obj
 		if isStatus(data) {
 			return decodeStatusInPlaceOfList(data)
 		}
-		if err := parseList(data, into); err != nil {
+		if err := parseList(data, into, c.shard); err != nil {
 			return nil, nil, err
 		}
 		return into, nil, nil
@@ -77,14 +83,14 @@ func (rawCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Obj
 		}
 		return into, nil, nil
 	case *Object:
-		o, err := parseObject(data, "", "")
+		o, err := parseObject(data, "", "", nil)
 		if err != nil {
 			return nil, nil, err
 		}
 		*into = *o
 		return into, nil, nil
 	case nil:
-		handed := takeHanded(data) // taken in any case, used unless a Status
+		handed, other := takeHanded(data) // taken in any case, used unless a Status
 		if isStatus(data) {
 			st := &metav1.Status{}
 			if err := json.Unmarshal(data, st); err != nil {
@@ -92,10 +98,16 @@ func (rawCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Obj
 			}
 			return st, nil, nil
 		}
+		if other {
+			return otherShard, nil, nil
+		}
 		if handed != nil {
 			return handed, nil, nil
 		}
-		o, err := parseObject(data, "", "")
+		o, err := parseObject(data, "", "", c.shard)
+		if err == errOtherShard {
+			return otherShard, nil, nil
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -103,6 +115,11 @@ func (rawCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Obj
 	}
 	return nil, nil, fmt.Errorf("dyninformer: cannot decode into %T", into)
 }
+
+// otherShard is the object of a watch event that a sharded codec did not
+// read: another shard's (see rawCodec). It is never cached; the shard's
+// watch filter drops its events.
+var otherShard = &Object{}
 
 // isStatus reports whether data is a metav1.Status (an error from the API
 // server or a proxy's rendering of one), as apierrors.FromObject tells one:
@@ -149,7 +166,9 @@ func decodeStatusInPlaceOfList(data []byte) (runtime.Object, *schema.GroupVersio
 // client refuses the first (no kind) but takes a body with a kind and no
 // items (a Table, say) for an empty list; every list the API server sends
 // has items, so here that is refused too.
-func parseList(body []byte, into *List) error {
+//
+// With a shard, the items of other shards are left out, never copied.
+func parseList(body []byte, into *List, shard *Shard) error {
 	p := &scanner{b: body}
 	if !p.open('{') {
 		return errors.New("list: not a JSON object")
@@ -179,10 +198,14 @@ func parseList(body []byte, into *List) error {
 			}
 		case "items":
 			items = true
+			t := newTypeMembers(strings.TrimSuffix(kind, "List"), apiVersion)
 			if err := p.items(func(item []byte) error {
-				o, err := parseObject(item, strings.TrimSuffix(kind, "List"), apiVersion)
-				if err == nil {
+				o, err := parseItem(item, t, shard, nil)
+				switch err {
+				case nil:
 					into.Items = append(into.Items, o)
+				case errOtherShard:
+					err = nil
 				}
 				return err
 			}); err != nil {

@@ -24,7 +24,7 @@ func TestParseListGivesItemsTheListsKind(t *testing.T) {
 		`{"metadata":{"name":"a","namespace":"n","uid":"1","resourceVersion":"40","managedFields":[{"manager":"m"}]},"spec":{"replicas":1}},` +
 		`{"metadata":{"name":"b","namespace":"n","uid":"2","resourceVersion":"41"},"spec":{"replicas":2}}]}`
 	var l List
-	if err := parseList([]byte(typed), &l); err != nil {
+	if err := parseList([]byte(typed), &l, nil); err != nil {
 		t.Fatal(err)
 	}
 	if l.ResourceVersion != "42" || l.Continue != "c1" || l.RemainingItemCount == nil || *l.RemainingItemCount != 5 || len(l.Items) != 2 {
@@ -38,18 +38,18 @@ func TestParseListGivesItemsTheListsKind(t *testing.T) {
 	// before the list's kind, and carry their own.
 	cr := `{"apiVersion":"ex.com/v1","items":[{"apiVersion":"ex.com/v1","kind":"Widget","metadata":{"name":"w","uid":"3","resourceVersion":"9"}}],"kind":"WidgetList","metadata":{"resourceVersion":"10"}}`
 	var l2 List
-	if err := parseList([]byte(cr), &l2); err != nil {
+	if err := parseList([]byte(cr), &l2, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := decodeMap(t, l2.Items[0].(*Object).raw); got["kind"] != "Widget" || l2.ResourceVersion != "10" || len(got) != 3 {
 		t.Fatalf("item = %v, list rv %q", got, l2.ResourceVersion)
 	}
 	var empty List
-	if err := parseList([]byte(`{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[]}`), &empty); err != nil || empty.Items == nil || len(empty.Items) != 0 {
+	if err := parseList([]byte(`{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[]}`), &empty, nil); err != nil || empty.Items == nil || len(empty.Items) != 0 {
 		t.Fatalf("empty list = %+v, %v", empty, err)
 	}
 	for _, bad := range []string{`{"kind":"X","items":[{"metadata":{}}`, `[1]`, `{"items":[{"metadata":{"name":"a"}},`, `{"items":{}}`} {
-		if err := parseList([]byte(bad), &List{}); err == nil {
+		if err := parseList([]byte(bad), &List{}, nil); err == nil {
 			t.Errorf("parseList(%s): no error", bad)
 		}
 	}
@@ -106,7 +106,7 @@ func TestListBodiesThatAreNoList(t *testing.T) {
 		`{"kind":"","apiVersion":"v1","items":[]}`,
 		`{"kind":"Status","apiVersion":"v1","status":"Success","code":200}`,
 	} {
-		if err := parseList([]byte(body), &List{}); err == nil {
+		if err := parseList([]byte(body), &List{}, nil); err == nil {
 			t.Errorf("parseList(%s): no error", body)
 		}
 		if obj, _, err := (rawCodec{}).Decode([]byte(body), nil, &List{}); err == nil {

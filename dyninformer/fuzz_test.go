@@ -20,8 +20,10 @@ func FuzzParseObject(f *testing.F) {
 	}
 	f.Add([]byte(`{"metadata":{"managedFields":[],"name":"x"}}`))
 	f.Add([]byte(`{"kind":"A","metadata":{"name":"a\"}","managed\u0046ields":{"a":[1,{"b":"]"}]}}}`))
+	f.Add([]byte(`{"metadata":{"uid":"b\u0031","namespace":"n\"s","name":"x"},"spec":{}}`))
+	f.Add([]byte(`{"metadata":{"uid":"0","uid":"1"}}`))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		o, err := parseObject(src, "", "")
+		o, err := parseObject(src, "", "", nil)
 		var ref map[string]any
 		if json.Unmarshal(src, &ref) != nil || hasDuplicateKeys(src) {
 			return // not an object, or one that decoders read differently
@@ -43,7 +45,27 @@ func FuzzParseObject(f *testing.F) {
 		if !reflect.DeepEqual(got, ref) {
 			t.Fatalf("cached %s\nfrom %s", o.raw, src)
 		}
+		checkShardParse(t, src, o)
 	})
+}
+
+// checkShardParse: a shard's parse of src is errOtherShard for an object with
+// a uid of another shard, else the same Object as without a shard.
+func checkShardParse(t *testing.T, src []byte, o *Object) {
+	t.Helper()
+	for i := range 2 {
+		shard := NewShard(2, i, false)
+		so, err := parseObject(src, "", "", &shard)
+		if o.uid != "" && !shard.Owns(o.uid, o.namespace) {
+			if err != errOtherShard {
+				t.Fatalf("shard %d: %v for %s of another shard", i, err, src)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(so, o) {
+			t.Fatalf("shard %d: %+v, %v; without a shard %+v", i, so, err, o)
+		}
+	}
 }
 
 // hasDuplicateKeys reports whether any object in the valid JSON b repeats a
@@ -157,7 +179,7 @@ func FuzzParseList(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var l List
-		err := parseList(body, &l)
+		err := parseList(body, &l, nil)
 		var ref map[string]json.RawMessage
 		if json.Unmarshal(body, &ref) != nil || hasDuplicateKeys(body) {
 			return // the API server's JSON is trusted to be valid: only "no panic" is asked

@@ -165,39 +165,44 @@ const maxHanded = 4096
 type handedObject struct {
 	n int // len of the bytes it was built from
 	o *Object
+	// other: the object is another shard's (o is nil).
+	other bool
 }
 
 // handOff claims raw, the object bytes (frame[obj]) of an event just
 // decoded, for takeHanded: with the Object built with its spans when the
 // frame has a trailer (not for an ERROR event, whose object is a Status),
-// or with none. When the spans do not fit, nothing is handed: the object
-// decode then reads raw as it always has.
-func handOff(typ string, raw []byte, frame, trailer []byte, obj [2]int) {
+// or with none; with a shard, an object of another shard is handed as that
+// (see otherShard). When the spans do not fit, nothing is handed: the
+// object decode then reads raw as it always has.
+func handOff(typ string, raw []byte, frame, trailer []byte, obj [2]int, shard *Shard) {
 	if len(raw) == 0 {
 		return
 	}
-	var o *Object
+	var h handedObject
 	var sp objSpans
 	if typ != string(watch.Error) && trailer != nil && spansIn(frame, trailer, obj, &sp) {
-		o, _ = parseObjectSpans(raw, "", "", &sp) // nil on error
+		o, err := parseObjectSpans(raw, "", "", shard, &sp)
+		h = handedObject{n: len(raw), o: o, other: err == errOtherShard}
 	}
 	key := unsafe.SliceData(raw)
 	handed.Lock()
 	defer handed.Unlock()
-	if o == nil {
+	if h.o == nil && !h.other {
 		delete(handed.m, key)
 		return
 	}
 	if len(handed.m) >= maxHanded {
 		clear(handed.m)
 	}
-	handed.m[key] = handedObject{n: len(raw), o: o}
+	handed.m[key] = h
 }
 
-// takeHanded returns, once, the Object handOff built from data, or nil.
-func takeHanded(data []byte) *Object {
+// takeHanded returns, once, the Object handOff built from data, or nil;
+// other is true when handOff found it another shard's.
+func takeHanded(data []byte) (o *Object, other bool) {
 	if len(data) == 0 {
-		return nil
+		return nil, false
 	}
 	key := unsafe.SliceData(data)
 	handed.Lock()
@@ -207,7 +212,7 @@ func takeHanded(data []byte) *Object {
 	}
 	handed.Unlock()
 	if !ok || h.n != len(data) {
-		return nil
+		return nil, false
 	}
-	return h.o
+	return h.o, h.other
 }

@@ -118,17 +118,17 @@ func TestFramerSpansUsed(t *testing.T) {
 		t.Fatalf("%d spans, want the metadata, labels and managedFields", n)
 	}
 	var into metav1.WatchEvent
-	if err := decodeWatchEvent(got, &into); err != nil {
+	if err := decodeWatchEvent(got, &into, nil); err != nil {
 		t.Fatal(err)
 	}
-	g := takeHanded(into.Object.Raw)
+	g, _ := takeHanded(into.Object.Raw)
 	if g == nil {
 		t.Fatal("the event decode built no Object from the spans")
 	}
 	if g.name != "a" || string(g.raw) != `{"kind":"A","metadata":{"name":"a","labels":{"k":"v"}},"spec":{}}` {
 		t.Errorf("object %s (%s)", g.raw, g.name)
 	}
-	if takeHanded(into.Object.Raw) != nil {
+	if o, _ := takeHanded(into.Object.Raw); o != nil {
 		t.Error("an Object was taken twice")
 	}
 	// A span that does not match the bytes is not used: the object is read
@@ -136,10 +136,10 @@ func TestFramerSpansUsed(t *testing.T) {
 	bad := append([]byte(nil), got...)
 	bad[len(js)+8] ^= 1 // the labels' start
 	into = metav1.WatchEvent{}
-	if err := decodeWatchEvent(bad, &into); err != nil {
+	if err := decodeWatchEvent(bad, &into, nil); err != nil {
 		t.Fatal(err)
 	}
-	if takeHanded(into.Object.Raw) != nil {
+	if o, _ := takeHanded(into.Object.Raw); o != nil {
 		t.Error("an Object was built from spans that do not match")
 	}
 }

@@ -13,14 +13,14 @@ func TestObjectModified(t *testing.T) {
 		`{"manager":"a","operation":"Update","time":"2026-12-01T10:00:05Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:time":{}}}},` +
 		`{"manager":"b","operation":"Update","time":"2026-12-01T10:00:09Z"},` +
 		`{"manager":"c","operation":"Apply","time":"2026-12-01T09:59:59Z"}]},"data":{"time":"2030-01-01T00:00:00Z"}}`)
-	o, err := parseObject(obj, "ConfigMap", "v1")
+	o, err := parseObject(obj, "ConfigMap", "v1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := time.Date(2026, 12, 1, 10, 0, 9, 0, time.UTC); !o.modifiedAt().Equal(want) {
 		t.Errorf("modified %v, want %v", o.modifiedAt(), want)
 	}
-	none, err := parseObject([]byte(`{"metadata":{"name":"c","uid":"u"},"data":{"time":"2030-01-01T00:00:00Z"}}`), "", "")
+	none, err := parseObject([]byte(`{"metadata":{"name":"c","uid":"u"},"data":{"time":"2030-01-01T00:00:00Z"}}`), "", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package dyninformer
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,27 +174,51 @@ func str(b []byte) string {
 // parseObject makes an Object of one JSON object: it reads the metadata in one
 // pass, copies the bytes once with managedFields cut out, and adds kind and
 // apiVersion where the object has none (items of lists of built-in types).
-// src is not kept.
-func parseObject(src []byte, kind, apiVersion string) (*Object, error) {
-	return parseObjectSpans(src, kind, apiVersion, nil)
+// src is not kept. With a shard, an object of another shard (one with a uid
+// that the shard does not own) is errOtherShard, read no further than its
+// metadata and not copied: nothing of it is allocated.
+func parseObject(src []byte, kind, apiVersion string, shard *Shard) (*Object, error) {
+	return parseItem(src, newTypeMembers(kind, apiVersion), shard, nil)
 }
 
 // parseObjectSpans is parseObject, jumping over the containers of the
 // metadata that sp names (the framer's spans, see hints.go) instead of
-// scanning them; sp nil: none. Spans that do not match what the scan finds
-// are dropped and the object is read without them.
-func parseObjectSpans(src []byte, kind, apiVersion string, sp *objSpans) (*Object, error) {
+// scanning them. Spans that do not match what the scan finds are dropped
+// and the object is read without them.
+func parseObjectSpans(src []byte, kind, apiVersion string, shard *Shard, sp *objSpans) (*Object, error) {
+	return parseItem(src, newTypeMembers(kind, apiVersion), shard, sp)
+}
+
+// typeMembers are the "kind" and "apiVersion" members, comma included, that
+// an object without them gets (nil: none); a list makes them once for all
+// its items.
+type typeMembers struct{ kind, apiVersion []byte }
+
+func newTypeMembers(kind, apiVersion string) typeMembers {
+	var t typeMembers
+	if kind != "" {
+		t.kind = append(appendJSONString([]byte(`"kind":`), kind), ',')
+	}
+	if apiVersion != "" {
+		t.apiVersion = append(appendJSONString([]byte(`"apiVersion":`), apiVersion), ',')
+	}
+	return t
+}
+
+// parseItem is parseObject with the type members made, and sp the framer's
+// spans (nil: none).
+func parseItem(src []byte, t typeMembers, shard *Shard, sp *objSpans) (*Object, error) {
 	open := firstNonSpace(src)
 	if open < 0 || src[open] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
 	p := &scanner{b: src, i: open + 1}
-	o := &Object{}
-	md, cut := [2]int{-1, -1}, [2]int{-1, -1}
+	var m metaSpans
+	found := false
 	hasKind, hasAPIVersion := false, false
 	// kind and apiVersion come before metadata when they are there at all: Go's
 	// encoders write TypeMeta first, and an unstructured object's keys sorted.
-	for md[0] < 0 {
+	for !found {
 		key, ok := p.key()
 		if !ok {
 			break
@@ -201,17 +226,17 @@ func parseObjectSpans(src []byte, kind, apiVersion string, sp *objSpans) (*Objec
 		if key == "metadata" {
 			p.skipSpace()
 			if p.i < len(src) && src[p.i] == '{' {
-				md[0] = p.i
+				found = true
 				var jumps [][2]int
 				if sp != nil {
 					if sp.md[0] != p.i {
-						return parseObject(src, kind, apiVersion)
+						return parseItem(src, t, shard, nil)
 					}
 					jumps = sp.inner[:sp.n]
 				}
-				cut = readMetadata(p, o, jumps) // and finds its end, in one pass
+				m = readMetadata(p, jumps) // and finds its end, in one pass
 				if sp != nil && (p.err != nil || p.i != sp.md[1]) {
-					return parseObject(src, kind, apiVersion)
+					return parseItem(src, t, shard, nil)
 				}
 			}
 			break
@@ -227,36 +252,72 @@ func parseObjectSpans(src []byte, kind, apiVersion string, sp *objSpans) (*Objec
 			hasAPIVersion = true
 		}
 	}
-	if md[0] < 0 || p.err != nil {
+	if !found || p.err != nil {
 		return nil, errors.New("object without metadata")
 	}
-	var prefix []byte
-	if !hasKind && kind != "" {
-		prefix = append(appendJSONString(append(prefix, `"kind":`...), kind), ',')
+	if shard != nil {
+		// An object without a uid (a bookmark's) is the caller's to judge.
+		if uid := m.get(src, m.uid, false); uid != "" && !shard.Owns(uid, m.get(src, m.namespace, false)) {
+			return nil, errOtherShard
+		}
 	}
-	if !hasAPIVersion && apiVersion != "" {
-		prefix = append(appendJSONString(append(prefix, `"apiVersion":`...), apiVersion), ',')
+	if hasKind {
+		t.kind = nil
 	}
-	o.raw = assemble(src, open, lastNonSpace(src), prefix, widenCut(src, cut))
+	if hasAPIVersion {
+		t.apiVersion = nil
+	}
+	o := &Object{raw: assemble(src, open, lastNonSpace(src), t, widenCut(src, m.cut))}
+	o.name, o.namespace, o.uid, o.resourceVersion = m.strings(src)
+	if m.cut[0] >= 0 {
+		o.modified = latestTime(src[m.mf[0]:m.mf[1]])
+	}
 	return o, nil
 }
 
-// readMetadata reads name, namespace, uid and resourceVersion (copies) of the
-// metadata object at m's position into o, and returns the span of its
-// managedFields member, key to value ({-1, -1} if it has none). m is left
-// after the object, or with its error. jumps are spans of containers in it,
-// in order, that it takes without scanning them (the framer's, see
-// hints.go); a parameter, not the scanner's, so that they stay on the stack.
-func readMetadata(m *scanner, o *Object, jumps [][2]int) [2]int {
-	cut := [2]int{-1, -1}
-	b := m.b
+// errOtherShard is parseObject's answer for an object of another shard.
+var errOtherShard = errors.New("an object of another shard")
+
+// metaSpans are where readMetadata found the values of name, namespace, uid
+// and resourceVersion ({0, 0}: absent) and the managedFields member, key to
+// value ({-1, -1}: none), and its value (mf).
+type metaSpans struct {
+	name, namespace, uid, resourceVersion, cut, mf [2]int
+}
+
+// get is the string at span of b: a view of it, or a copy when copied.
+func (metaSpans) get(b []byte, span [2]int, copied bool) string {
+	return stringValue(b[span[0]:span[1]], copied)
+}
+
+// strings copies name, namespace, uid and resourceVersion out of b, in one
+// allocation that the four share.
+func (m metaSpans) strings(b []byte) (name, namespace, uid, resourceVersion string) {
+	v := [4]string{m.get(b, m.name, false), m.get(b, m.namespace, false), m.get(b, m.uid, false), m.get(b, m.resourceVersion, false)}
+	var all strings.Builder
+	all.Grow(len(v[0]) + len(v[1]) + len(v[2]) + len(v[3]))
+	for _, s := range v {
+		all.WriteString(s)
+	}
+	s := all.String()
+	n0, n1, n2 := len(v[0]), len(v[0])+len(v[1]), len(v[0])+len(v[1])+len(v[2])
+	return s[:n0], s[n0:n1], s[n1:n2], s[n2:]
+}
+
+// readMetadata finds the values of the metadata object at m's position that an
+// Object keeps, and its managedFields member. m is left after the object, or
+// with its error. jumps are spans of containers in it, in order, that it
+// takes without scanning them (the framer's, see hints.go); a parameter,
+// not the scanner's, so that they stay on the stack.
+func readMetadata(m *scanner, jumps [][2]int) metaSpans {
+	out := metaSpans{cut: [2]int{-1, -1}}
 	m.i++ // the '{'
 	for {
 		m.skipSpace()
 		k := m.i
 		key, ok := m.key()
 		if !ok {
-			return cut
+			return out
 		}
 		m.skipSpace()
 		for len(jumps) > 0 && jumps[0][0] < m.i {
@@ -267,20 +328,20 @@ func readMetadata(m *scanner, o *Object, jumps [][2]int) [2]int {
 			s, e = m.i, jumps[0][1]
 			m.i, jumps = e, jumps[1:]
 		} else if s, e = m.value(); m.err != nil {
-			return cut
+			return out
 		}
 		switch key {
 		case "name":
-			o.name = stringValue(b[s:e], true)
+			out.name = [2]int{s, e}
 		case "namespace":
-			o.namespace = stringValue(b[s:e], true)
+			out.namespace = [2]int{s, e}
 		case "uid":
-			o.uid = stringValue(b[s:e], true)
+			out.uid = [2]int{s, e}
 		case "resourceVersion":
-			o.resourceVersion = stringValue(b[s:e], true)
+			out.resourceVersion = [2]int{s, e}
 		case "managedFields":
-			cut = [2]int{k, e}
-			o.modified = latestTime(b[s:e])
+			out.cut = [2]int{k, e}
+			out.mf = [2]int{s, e}
 		}
 	}
 }
@@ -321,15 +382,16 @@ func widenCut(src []byte, cut [2]int) [2]int {
 }
 
 // assemble copies src[open:end+1] into a slice of exactly its final size, with
-// prefix after the opening brace and the cut span left out.
-func assemble(src []byte, open, end int, prefix []byte, cut [2]int) []byte {
-	n := end + 1 - open + len(prefix)
+// the type members after the opening brace and the cut span left out.
+func assemble(src []byte, open, end int, t typeMembers, cut [2]int) []byte {
+	n := end + 1 - open + len(t.kind) + len(t.apiVersion)
 	if cut[0] >= 0 {
 		n -= cut[1] - cut[0]
 	}
 	out := make([]byte, 0, n)
 	out = append(out, '{')
-	out = append(out, prefix...)
+	out = append(out, t.kind...)
+	out = append(out, t.apiVersion...)
 	if cut[0] < 0 {
 		return append(out, src[open+1:end+1]...)
 	}

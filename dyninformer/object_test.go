@@ -30,7 +30,7 @@ func TestParseObjectCutsManagedFields(t *testing.T) {
 		"escaped": `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a\u0062","namespace":"n","uid":"u1","resourceVersion":"7",` + mf + `}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			o, err := parseObject([]byte(src), "", "")
+			o, err := parseObject([]byte(src), "", "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +56,7 @@ func TestParseObjectCutsManagedFields(t *testing.T) {
 
 func TestParseObjectKeepsNoReferenceToItsSource(t *testing.T) {
 	src := []byte(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"1"}}`)
-	o, err := parseObject(src, "", "")
+	o, err := parseObject(src, "", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestObjectReadsTheRestOfItsMetadataFromTheBytes(t *testing.T) {
 	src := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","generation":3,"labels":{"app":"x","a.b/c":"d"},` +
 		`"annotations":{"k8s.io/initial-events-end":"true"},"finalizers":["f"],"creationTimestamp":"2026-01-02T03:04:05Z",` +
 		`"ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"p","uid":"pu"}]}}`
-	o, err := parseObject([]byte(src), "", "")
+	o, err := parseObject([]byte(src), "", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
+	"math/bits"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/sharding"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Shard is one of Count equal ranges of the 64-bit FNV-1a hash space of an
@@ -24,6 +22,9 @@ type Shard struct {
 	ByNamespace bool
 
 	sel sharding.Selector
+	// The range as numbers, for Owns: [lo, hi), or [lo, 2^64) when top.
+	lo, hi uint64
+	top    bool
 }
 
 // NewShard returns shard index of count; count 0 or 1 is everything.
@@ -31,6 +32,10 @@ func NewShard(count, index int, byNamespace bool) Shard {
 	s := Shard{Count: count, Index: index, ByNamespace: byNamespace}
 	if count > 1 {
 		s.sel = sharding.NewSelector(s.Requirement())
+		s.lo, _ = bits.Div64(uint64(index), 0, uint64(count))
+		if s.top = index+1 >= count; !s.top {
+			s.hi, _ = bits.Div64(uint64(index+1), 0, uint64(count))
+		}
 	}
 	return s
 }
@@ -74,17 +79,32 @@ func (s Shard) String() string {
 	return fmt.Sprintf("%d/%d by %s", s.Index, s.Count, by)
 }
 
-// Owns reports whether the object of uid in namespace ns is the shard's.
+// Owns reports whether the object of uid in namespace ns is the shard's. It
+// decides as the sharding package's selector does (the FNV-1a hash of
+// sharding.HashField, in the shard's range, its bounds those of
+// Requirement), without its allocations: the codec asks it of every object
+// it reads (TestShardOwnsAsTheSelector holds the two to each other).
 func (s Shard) Owns(uid, ns string) bool {
 	if s.sel == nil {
 		return true
 	}
-	return s.matches(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Namespace: ns}})
+	v := uid
+	if s.ByNamespace {
+		v = ns
+	}
+	h := fnv1a(v)
+	return h >= s.lo && (s.top || h < s.hi)
 }
 
-func (s Shard) matches(o runtime.Object) bool {
-	ok, err := s.sel.Matches(o)
-	return ok && err == nil
+// fnv1a is the 64-bit FNV-1a hash of v, as hash/fnv's New64a computes it.
+func fnv1a(v string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(v); i++ {
+		h ^= uint64(v[i])
+		h *= prime
+	}
+	return h
 }
 
 // serverSharding remembers, per API group and version (each is served by one

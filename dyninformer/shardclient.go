@@ -1,7 +1,6 @@
 package dyninformer
 
 import (
-	"context"
 	"log/slog"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -9,21 +8,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 )
 
 // WithShard returns a client that lists and watches only shard's objects
 // (the client's own, unsharded, stays as it is: the CRD watch, audit and tail
-// use it). Where the server filters by shardSelector (the ShardedListAndWatch
-// feature) it does so; elsewhere every object comes and the client drops the
-// others' before anything is cached. Every list carries the selector: its
-// answer (metadata.shardInfo echoes a selector the server applied) is how
-// the client finds out, per API group and version, and again at every relist,
-// so a server restarted with the feature turned on or off is followed. A
-// watch carries it only where the last list said the server filters; a
-// watch-list (sendInitialEvents), which is a relist without a list, asks
-// first with a one-object list.
-// log (default slog.Default()) says once per group/version which filters.
+// use it). Every list and watch carries the shard's selector. Where the
+// server filters by it (the ShardedListAndWatch feature) it does so;
+// elsewhere every object comes and the shard's codec drops the others' as it
+// reads them, before they are copied, let alone cached. Whether the server
+// filtered is learnt, per API group and version, from what comes anyway: a
+// list's answer (metadata.shardInfo echoes a selector the server applied),
+// and on a watch an object of another shard (it did not) or enough of the
+// shard's own and none of another's (it did; see shardlearn.go). Only a
+// watch-list that told neither asks, once it has ended, with a list that no
+// object matches. A server restarted with the feature turned on or off is
+// followed at its next list or watch. log (default slog.Default()) says once
+// per group/version which filters.
 func (c *Client) WithShard(s Shard, log *slog.Logger) *Client {
 	if !s.Sharded() {
 		return c
@@ -31,7 +32,19 @@ func (c *Client) WithShard(s Shard, log *slog.Logger) *Client {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Client{rest: c.rest, shard: s, server: &serverSharding{filters: map[string]bool{}, log: log}}
+	all := c.Unsharded()
+	sc := &Client{rest: all.rest, cfg: all.cfg, http: all.http, shard: s, all: all,
+		server: &serverSharding{filters: map[string]bool{}, log: log}}
+	if all.cfg != nil {
+		// The same transport and rate limit, a codec of the shard.
+		cfg := rest.CopyConfig(all.cfg)
+		cfg.NegotiatedSerializer = rawSerializer{shard: &sc.shard}
+		cfg.RateLimiter = all.rest.GetRateLimiter()
+		if rc, err := rest.UnversionedRESTClientForConfigAndClient(cfg, all.http); err == nil {
+			sc.rest = rc
+		} // else (not seen: the config made all's) keep and the watch filter still drop them
+	}
+	return sc
 }
 
 // Shard returns the client's shard; Sharded() is false for a client of
@@ -66,23 +79,18 @@ func (c *Client) shardList(gvr schema.GroupVersionResource, opts *metav1.ListOpt
 	return func(l *List) {
 		// Any shardInfo says the server applied the selector: it may write
 		// the selector back in another (equivalent) form.
-		filters := opts.ShardSelector != "" && l.ShardInfo != nil
-		if c.server.set(gv, filters) {
-			how := "on the client"
-			if filters {
-				how = "by the server"
-			}
-			c.server.log.Info("shard: objects of other shards are dropped "+how, "groupVersion", gv, "shard", c.shard.String())
-		}
+		c.noteFilter(gv, opts.ShardSelector != "" && l.ShardInfo != nil)
 		l.Items = c.keep(l.Items)
 	}
 }
 
-// keep drops, in place, the items of other shards.
+// keep drops, in place, the items of other shards that the codec kept: those
+// without a uid (which the server's objects always have), or all of them for
+// a client made without a config.
 func (c *Client) keep(items []runtime.Object) []runtime.Object {
 	out := items[:0]
 	for _, it := range items {
-		if c.shard.matches(it) {
+		if o, ok := it.(*Object); !ok || c.shard.Owns(o.uid, o.namespace) {
 			out = append(out, it)
 		}
 	}
@@ -90,38 +98,25 @@ func (c *Client) keep(items []runtime.Object) []runtime.Object {
 	return out
 }
 
-// shardWatch is Watch's hook before the request: the selector on where the
-// server filters (asked first for a watch-list).
-func (c *Client) shardWatch(ctx context.Context, gvr schema.GroupVersionResource, ns string, opts *metav1.ListOptions) {
-	if !c.shard.Sharded() {
-		return
-	}
-	gv := gvr.GroupVersion().String()
-	filters, known := c.server.get(gv)
-	if !known || (opts.SendInitialEvents != nil && *opts.SendInitialEvents) {
-		// One object is enough: the answer's shardInfo says.
-		if _, err := c.List(ctx, gvr, ns, metav1.ListOptions{Limit: 1}); err == nil {
-			filters, _ = c.server.get(gv)
-		}
-	}
-	if filters {
+// shardWatch is Watch's hook before the request: the selector on, unless the
+// group/version's server refused it. Nothing is asked first: what the watch
+// brings tells whether the server filtered (filterWatch).
+func (c *Client) shardWatch(gvr schema.GroupVersionResource, opts *metav1.ListOptions) {
+	if c.shard.Sharded() && !c.server.isRefused(gvr.GroupVersion().String()) {
 		opts.ShardSelector = c.shard.Selector()
 	}
 }
 
-// filterWatch drops the events of other shards' objects (bookmarks and
-// errors pass), before the informer sees them.
-func (c *Client) filterWatch(w watch.Interface) watch.Interface {
-	if !c.shard.Sharded() {
-		return w
-	}
-	return newShardFilterWatch(w, func(ev watch.Event) bool {
-		o, ok := ev.Object.(*Object)
-		if !ok || ev.Type == watch.Bookmark {
-			return true
+// noteFilter records whether gv's server filters, and says so when that is
+// news.
+func (c *Client) noteFilter(gv string, filters bool) {
+	if c.server.set(gv, filters) {
+		how := "on the client"
+		if filters {
+			how = "by the server"
 		}
-		return c.shard.matches(o)
-	})
+		c.server.log.Info("shard: objects of other shards are dropped "+how, "groupVersion", gv, "shard", c.shard.String())
+	}
 }
 
 // Unsharded returns the client of everything that c shards (c itself when it
@@ -130,10 +125,10 @@ func (c *Client) Unsharded() *Client {
 	if c == nil || !c.shard.Sharded() {
 		return c
 	}
-	return &Client{rest: c.rest}
+	return c.all
 }
 
-// shardRefused is List's hook after an error: a 400 to a list that carried
+// shardRefused is List's and Watch's hook after an error: a 400 to a request that carried
 // the selector (a server whose validation of shardSelector differs: an
 // aggregated API server on another apiserver library, a syntax it does not
 // take) means the server will not filter this group/version. The client

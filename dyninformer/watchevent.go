@@ -21,13 +21,13 @@ var eventTypes = []watch.EventType{watch.Added, watch.Modified, watch.Deleted, w
 // lastIsContainer) is read without scanning the object: it ends at the
 // frame's last '}' but one. Any other frame's members are skipped with
 // skipValue (strings by IndexByte), not parsed.
-func decodeWatchEvent(frame []byte, into *metav1.WatchEvent) error {
+func decodeWatchEvent(frame []byte, into *metav1.WatchEvent, shard *Shard) error {
 	frame, trailer, _ := cutTrailer(frame) // trailer nil: none
 	if typ, obj, ok := vouchedEvent(frame); ok {
 		if err := setWatchEvent(into, typ, frame, obj); err != nil {
 			return err
 		}
-		handOff(into.Type, into.Object.Raw, frame, trailer, obj)
+		handOff(into.Type, into.Object.Raw, frame, trailer, obj, shard)
 		return nil
 	}
 	p := &scanner{b: frame}
@@ -55,7 +55,7 @@ func decodeWatchEvent(frame []byte, into *metav1.WatchEvent) error {
 	if err := setWatchEvent(into, typ, frame, obj); err != nil {
 		return err
 	}
-	handOff(into.Type, into.Object.Raw, nil, nil, obj) // claims its address
+	handOff(into.Type, into.Object.Raw, nil, nil, obj, shard) // claims its address
 	return nil
 }
 
