@@ -156,20 +156,24 @@ func TestShardCodecWatch(t *testing.T) {
 			`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"Expired","code":410}}`,
 		}
 		codec := rawCodec{shard: &shard}
-		fr := jsonFramer{}.NewFrameReader(io.NopCloser(strings.NewReader(strings.Join(frames, "\n"))))
-		dec := restclientwatch.NewDecoder(streaming.NewDecoder(fr, codec), codec)
-		for i, f := range frames {
-			_, obj, err := dec.Decode()
-			if err != nil {
-				t.Fatalf("frame %d: %v", i, err)
-			}
-			if other := strings.Contains(f, theirs); other != (obj == otherShard) {
-				t.Errorf("by namespace %v: frame %d: %T %p, another shard's %v", byNS, i, obj, obj, other)
+		// With the framer's spans (the event decode builds the Object) and
+		// without (the object decode does).
+		for _, framer := range []jsonFramer{{}, {hints: true}} {
+			fr := framer.NewFrameReader(io.NopCloser(strings.NewReader(strings.Join(frames, "\n"))))
+			dec := restclientwatch.NewDecoder(streaming.NewDecoder(fr, codec), codec)
+			for i, f := range frames {
+				_, obj, err := dec.Decode()
+				if err != nil {
+					t.Fatalf("frame %d: %v", i, err)
+				}
+				if other := strings.Contains(f, theirs); other != (obj == otherShard) {
+					t.Errorf("by namespace %v, spans %v: frame %d: %T %p, another shard's %v", byNS, framer.hints, i, obj, obj, other)
+				}
 			}
 		}
 
 		c := (&Client{}).WithShard(shard, slog.New(slog.DiscardHandler))
-		fr = jsonFramer{}.NewFrameReader(io.NopCloser(strings.NewReader(strings.Join(frames, "\n"))))
+		fr := jsonFramer{hints: true}.NewFrameReader(io.NopCloser(strings.NewReader(strings.Join(frames, "\n"))))
 		sw := watch.NewStreamWatcher(restclientwatch.NewDecoder(streaming.NewDecoder(fr, codec), codec), nil)
 		w := c.filterWatch(t.Context(), sw, cmGVR, "ns", shard.Selector())
 		var got []string
