@@ -5,8 +5,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 func writeFile(t *testing.T, root, rel, content string) {
@@ -79,9 +81,9 @@ func TestSetLimit(t *testing.T) {
 	}
 }
 
-// TestDuringSync: the sync's pace holds until done, which restores the one
-// before; with GOGC set nothing changes. (Not parallel: the pace is the
-// process's.)
+// TestDuringSync: the pace follows what is live during the sync (the
+// runtime's for a small heap), and done restores the one before; with GOGC
+// set nothing changes. (Not parallel: the pace is the process's.)
 func TestDuringSync(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	prev := debug.SetGCPercent(100)
@@ -89,18 +91,59 @@ func TestDuringSync(t *testing.T) {
 	t.Setenv("GOGC", "")
 	os.Unsetenv("GOGC")
 	done := DuringSync(log)
-	if got := debug.SetGCPercent(SyncGCPercent); got != SyncGCPercent {
-		t.Errorf("pace during the sync %d, want %d", got, SyncGCPercent)
+	// 200 MiB live: a quarter of it.
+	keep := make([][]byte, 200)
+	for i := range keep {
+		keep[i] = make([]byte, 1<<20)
 	}
+	runtime.GC()
+	testWaitPace(t, SyncGCPercent)
+	runtime.KeepAlive(keep)
+	keep = nil
+	runtime.GC()
+	runtime.GC()         // the finalizer of the first may run after the second began
+	testWaitPace(t, 100) // a small heap: the runtime's pace
 	done()
 	done() // once
+	runtime.GC()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("pace after the sync %d, want 100 back", got)
 	}
+	debug.SetGCPercent(70)
+	runtime.GC()
+	if got := debug.SetGCPercent(70); got != 70 {
+		t.Errorf("a collection after the sync set the pace to %d", got)
+	}
+	debug.SetGCPercent(100)
 	t.Setenv("GOGC", "100")
 	DuringSync(log)
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("with GOGC set: pace %d, want it kept", got)
+	}
+}
+
+// testWaitPace waits for the finalizer goroutine to have set the pace want.
+func testWaitPace(t *testing.T, want int) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if gcPercent() == want {
+			return
+		}
+	}
+	t.Fatalf("pace did not become %d", want)
+}
+
+// TestSyncPace: the runtime's pace up to 32 MiB live, then the growth
+// allowed is 32 MiB, down to a quarter of what is live.
+func TestSyncPace(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		live uint64
+		want int
+	}{{0, 100}, {10 << 20, 100}, {32 << 20, 100}, {64 << 20, 50}, {128 << 20, 25}, {1 << 30, 25}} {
+		if got := syncPace(tc.live); got != tc.want {
+			t.Errorf("syncPace(%d MiB) = %d, want %d", tc.live>>20, got, tc.want)
+		}
 	}
 }
 
