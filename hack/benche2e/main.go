@@ -271,6 +271,7 @@ func syncRuns(statePath string) []syncRun {
 		{"client-go typed informer (protobuf)", "typed", ""},
 		{"dynwatch", "dynwatch", ""},
 		{"dynwatch, compression off", "dynwatch-nogzip", ""},
+		{"dynwatch, GOGC=100 in the sync", "dynwatch-gogc100", ""},
 		{"dynwatch, state (first start)", "dynwatch", statePath},
 		{"dynwatch, state (restart)", "dynwatch", statePath},
 	}
