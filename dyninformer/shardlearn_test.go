@@ -1,0 +1,105 @@
+package dyninformer
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/dynwatch/dynwatch/internal/testenv"
+)
+
+// One of the shard's own objects changed 32 times proves nothing about the
+// server: a server that does not filter sends them too. Only distinct objects
+// count (each uid a chance of 1/count to be the shard's), so the watch that
+// then brings another shard's object still learns that the server does not
+// filter.
+func TestShardWatchLearnsFromDistinctObjects(t *testing.T) {
+	shard := NewShard(2, 0, false)
+	var mine, theirs string
+	for n := 0; mine == "" || theirs == ""; n++ {
+		uid := fmt.Sprintf("%08x-0000-4000-8000-000000000000", n*7919)
+		if shard.Owns(uid, "ns") {
+			mine = uid
+		} else {
+			theirs = uid
+		}
+	}
+	event := func(typ, uid string, rv int) string {
+		return fmt.Sprintf(`{"type":%q,"object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm-%s","namespace":"ns","uid":%q,"resourceVersion":"%d"}}}`, typ, uid[:8], uid, rv)
+	}
+	var frames []string
+	for i := range proofObjects + 8 {
+		frames = append(frames, event("MODIFIED", mine, 10+i)) // a hot object of the shard
+	}
+	frames = append(frames, event("MODIFIED", theirs, 100))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("watch") == "true" {
+			fmt.Fprint(w, strings.Join(frames, "\n")) // the selector ignored
+			return
+		}
+		fmt.Fprint(w, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[]}`)
+	}))
+	defer srv.Close()
+	c, err := NewClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := c.WithShard(shard, slog.New(slog.DiscardHandler))
+	w, err := sc.Watch(t.Context(), cmGVR, "ns", metav1.ListOptions{ResourceVersion: "9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ev := range w.ResultChan() {
+		if o := ev.Object.(*Object); o.uid != mine {
+			t.Errorf("%s of %s passed the shard filter", ev.Type, o.uid)
+		}
+		n++
+	}
+	w.Stop()
+	if n != proofObjects+8 {
+		t.Errorf("%d events of the shard's object, want %d", n, proofObjects+8)
+	}
+	if got, known := sc.server.get("v1"); !known || got {
+		t.Errorf("server filters %v (known %v), want false: one object's events are no proof", got, known)
+	}
+}
+
+// A 400 that is not about the shardSelector (a field selector the resource
+// does not support: the request fails without the selector too) must not
+// turn server-side filtering off for the group/version for the life of the
+// process: the next good list still carries the selector and the server
+// still filters.
+func TestShardOtherBadRequestKeepsTheSelector(t *testing.T) {
+	gated, err := testenv.Start(testenv.Options{FeatureGates: []string{"ShardedListAndWatch"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gated.Stop()
+	ns, _ := shardObjects(t, gated.Config, 4)
+	all, err := NewClient(gated.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := all.WithShard(NewShard(2, 0, false), slog.New(slog.DiscardHandler))
+	if _, err := sc.List(t.Context(), cmGVR, ns, metav1.ListOptions{FieldSelector: "spec.nodeName=x"}); err == nil {
+		t.Fatal("a list with an unsupported field selector succeeded")
+	}
+	if _, err := sc.Watch(t.Context(), cmGVR, ns, metav1.ListOptions{FieldSelector: "spec.nodeName=x"}); err == nil {
+		t.Fatal("a watch with an unsupported field selector succeeded")
+	}
+	l, err := sc.List(t.Context(), cmGVR, ns, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ShardInfo == nil || !sc.ServerFilters()["v1"] {
+		t.Errorf("after another 400: shardInfo %v, server filters %v; want the selector sent and the server filtering", l.ShardInfo, sc.ServerFilters())
+	}
+}
