@@ -103,3 +103,43 @@ func TestShardOtherBadRequestKeepsTheSelector(t *testing.T) {
 		t.Errorf("after another 400: shardInfo %v, server filters %v; want the selector sent and the server filtering", l.ShardInfo, sc.ServerFilters())
 	}
 }
+
+// A server that echoes the selector in metadata.shardInfo but sends every
+// object anyway (a proxy or an aggregated server that copies the field) does
+// not filter: a list that brings another shard's object says so, whatever
+// its shardInfo.
+func TestShardListEchoWithoutFilter(t *testing.T) {
+	shard := NewShard(2, 0, false)
+	var items []string
+	mine, theirs := 0, 0
+	for n := 0; mine == 0 || theirs == 0; n++ {
+		uid := fmt.Sprintf("%08x-0000-4000-8000-000000000000", n*7919)
+		if shard.Owns(uid, "ns") {
+			mine++
+		} else {
+			theirs++
+		}
+		items = append(items, fmt.Sprintf(`{"metadata":{"name":"cm-%d","namespace":"ns","uid":%q,"resourceVersion":"%d"}}`, n, uid, 10+n))
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"99","shardInfo":{"selector":%q}},"items":[%s]}`,
+			r.URL.Query().Get("shardSelector"), strings.Join(items, ","))
+	}))
+	defer srv.Close()
+	c, err := NewClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := c.WithShard(shard, slog.New(slog.DiscardHandler))
+	l, err := sc.List(t.Context(), cmGVR, "ns", metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Items) != mine {
+		t.Errorf("%d items, want the shard's %d", len(l.Items), mine)
+	}
+	if got := sc.ServerFilters()["v1"]; got {
+		t.Error("server filters true: it sent another shard's object with its shardInfo")
+	}
+}
