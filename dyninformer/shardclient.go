@@ -77,10 +77,14 @@ func (c *Client) shardList(gvr schema.GroupVersionResource, opts *metav1.ListOpt
 		opts.ShardSelector = c.shard.Selector()
 	}
 	return func(l *List) {
-		// Any shardInfo says the server applied the selector: it may write
-		// the selector back in another (equivalent) form.
-		c.noteFilter(gv, opts.ShardSelector != "" && l.ShardInfo != nil)
+		// Any shardInfo says the server applied the selector (it may write
+		// the selector back in another, equivalent, form), unless the page
+		// brought another shard's object anyway: a server (or a proxy) that
+		// echoes the field without filtering.
+		n := len(l.Items)
 		l.Items = c.keep(l.Items)
+		others := l.others + n - len(l.Items)
+		c.noteFilter(gv, opts.ShardSelector != "" && l.ShardInfo != nil && others == 0)
 	}
 }
 
