@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dynwatch/dynwatch/internal/testenv"
@@ -48,6 +49,27 @@ func TestShardServerRangesAsOwns(t *testing.T) {
 			if seen[uid] != 1 {
 				t.Errorf("count %d: %s sent to %d shards", count, uid, seen[uid])
 			}
+		}
+	}
+	// By namespace, a cluster-scoped resource: every Namespace is the
+	// shard's that holds the hash of "", and the server says so too.
+	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	everything, err := all.List(t.Context(), nsGVR, "", metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for index := range 3 {
+		s := NewShard(3, index, true)
+		l, err := all.List(t.Context(), nsGVR, "", metav1.ListOptions{ShardSelector: s.Selector()})
+		if err != nil {
+			t.Fatalf("shard %s: %v", s, err)
+		}
+		want := 0
+		if s.Owns("", "") {
+			want = len(everything.Items)
+		}
+		if len(l.Items) != want {
+			t.Errorf("shard %s: the server sent %d Namespaces, Owns gives it %d", s, len(l.Items), want)
 		}
 	}
 }
