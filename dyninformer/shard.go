@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"math/bits"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/sharding"
 )
@@ -117,6 +118,8 @@ type serverSharding struct {
 	// refused: group/versions whose server answered a selector with a 400;
 	// their lists no longer carry it.
 	refused map[string]bool
+	// now is the clock of refusals (nil: time.Now).
+	now func() time.Time
 }
 
 func (p *serverSharding) isRefused(gv string) bool {

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -141,5 +143,49 @@ func TestShardListEchoWithoutFilter(t *testing.T) {
 	}
 	if got := sc.ServerFilters()["v1"]; got {
 		t.Error("server filters true: it sent another shard's object with its shardInfo")
+	}
+}
+
+// A server that refused the selector (a 400) and is then restarted with
+// sharded list and watch (an aggregated API server upgraded) is asked again:
+// learning is redone after a server restart, so a refusal does not last for
+// the life of the process.
+func TestShardRefusalIsAskedAgain(t *testing.T) {
+	var restarted atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		sel := r.URL.Query().Get("shardSelector")
+		if sel != "" && !restarted.Load() {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"BadRequest","code":400,"message":"unknown parameter shardSelector"}`)
+			return
+		}
+		info := ""
+		if sel != "" {
+			info = fmt.Sprintf(`,"shardInfo":{"selector":%q}`, sel)
+		}
+		fmt.Fprintf(w, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"9"%s},"items":[]}`, info)
+	}))
+	defer srv.Close()
+	c, err := NewClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := c.WithShard(NewShard(2, 0, false), slog.New(slog.DiscardHandler))
+	now := time.Unix(1_800_000_000, 0)
+	sc.server.now = func() time.Time { return now }
+	if _, err := sc.List(t.Context(), cmGVR, "", metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !sc.server.isRefused("v1") {
+		t.Fatal("a 400 to the selector, then a success without it: not refused")
+	}
+	restarted.Store(true)
+	now = now.Add(time.Hour)
+	if _, err := sc.List(t.Context(), cmGVR, "", metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !sc.ServerFilters()["v1"] {
+		t.Errorf("an hour after the refusal, the restarted server is not asked again: server filters %v", sc.ServerFilters())
 	}
 }
