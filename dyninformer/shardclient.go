@@ -146,10 +146,12 @@ func (c *Client) shardRetry(opts *metav1.ListOptions, err error) bool {
 }
 
 // shardRetried judges the retry of shardRetry: when it succeeds, the first
-// 400 was about the selector, and the client filters gv from then on, for
-// the life of the process, and says so once. When it fails too, the request
+// 400 was about the selector, and the client filters gv from then on, and
+// says so once. When it fails too, the request
 // was bad in another way (a field selector the resource does not support):
-// gv's next requests still carry the selector.
+// gv's next requests still carry the selector. A refusal holds for
+// refuseFor, then the selector is tried again: a server restarted with the
+// feature is found out.
 func (c *Client) shardRetried(gvr schema.GroupVersionResource, first, err error) {
 	if err != nil {
 		return
