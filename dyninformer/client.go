@@ -73,11 +73,12 @@ func (c *Client) List(ctx context.Context, gvr schema.GroupVersionResource, ns s
 	err := c.rest.Get().AbsPath(path(gvr, ns)...).
 		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion).
 		Do(ctx).Into(l)
-	if err != nil && c.shardRefused(gvr, &opts, err) {
+	if first := err; err != nil && c.shardRetry(&opts, err) {
 		l = &List{}
 		err = c.rest.Get().AbsPath(path(gvr, ns)...).
 			SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion).
 			Do(ctx).Into(l)
+		c.shardRetried(gvr, first, err)
 	}
 	if err != nil {
 		return nil, err
@@ -96,10 +97,11 @@ func (c *Client) Watch(ctx context.Context, gvr schema.GroupVersionResource, ns 
 	w, err := c.rest.Get().AbsPath(path(gvr, ns)...).
 		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion).
 		Watch(ctx)
-	if err != nil && c.shardRefused(gvr, &opts, err) {
+	if first := err; err != nil && c.shardRetry(&opts, err) {
 		w, err = c.rest.Get().AbsPath(path(gvr, ns)...).
 			SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion).
 			Watch(ctx)
+		c.shardRetried(gvr, first, err)
 	}
 	if err != nil {
 		return nil, err

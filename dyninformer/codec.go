@@ -205,6 +205,7 @@ func parseList(body []byte, into *List, shard *Shard) error {
 				case nil:
 					into.Items = append(into.Items, o)
 				case errOtherShard:
+					into.others++
 					err = nil
 				}
 				return err

@@ -149,6 +149,8 @@ var _ metav1.Object = (*Object)(nil)
 type List struct {
 	metav1.ListMeta
 	Items []runtime.Object
+	// others is how many items of other shards a sharded codec left out.
+	others int
 }
 
 // GetObjectKind is part of runtime.Object.

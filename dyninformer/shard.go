@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"math/bits"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/sharding"
 )
@@ -114,28 +115,45 @@ type serverSharding struct {
 	log     *slog.Logger
 	mu      sync.Mutex
 	filters map[string]bool
-	// refused: group/versions whose server answered a selector with a 400;
-	// their lists no longer carry it.
-	refused map[string]bool
+	// refused: group/versions whose server answered a selector with a 400,
+	// and when; their requests do not carry it for refuseFor, then ask
+	// again (the server may have been restarted with the feature).
+	refused map[string]time.Time
+	// now is the clock of refusals (nil: time.Now).
+	now func() time.Time
+}
+
+// refuseFor is how long a server's refusal of the selector holds.
+const refuseFor = 10 * time.Minute
+
+func (p *serverSharding) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
 }
 
 func (p *serverSharding) isRefused(gv string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.refused[gv]
+	at, ok := p.refused[gv]
+	return ok && p.clock().Sub(at) < refuseFor
 }
 
-// refuse notes that gv's server refuses the selector; true the first time.
+// refuse notes that gv's server refuses the selector; true when that is
+// news (the first time, or again after a refusal that ran out).
 func (p *serverSharding) refuse(gv string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.refused[gv] {
+	now := p.clock()
+	at, ok := p.refused[gv]
+	if ok && now.Sub(at) < refuseFor {
 		return false
 	}
 	if p.refused == nil {
-		p.refused = map[string]bool{}
+		p.refused = map[string]time.Time{}
 	}
-	p.refused[gv] = true
+	p.refused[gv] = now
 	return true
 }
 

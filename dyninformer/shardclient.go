@@ -77,10 +77,14 @@ func (c *Client) shardList(gvr schema.GroupVersionResource, opts *metav1.ListOpt
 		opts.ShardSelector = c.shard.Selector()
 	}
 	return func(l *List) {
-		// Any shardInfo says the server applied the selector: it may write
-		// the selector back in another (equivalent) form.
-		c.noteFilter(gv, opts.ShardSelector != "" && l.ShardInfo != nil)
+		// Any shardInfo says the server applied the selector (it may write
+		// the selector back in another, equivalent, form), unless the page
+		// brought another shard's object anyway: a server (or a proxy) that
+		// echoes the field without filtering.
+		n := len(l.Items)
 		l.Items = c.keep(l.Items)
+		others := l.others + n - len(l.Items)
+		c.noteFilter(gv, opts.ShardSelector != "" && l.ShardInfo != nil && others == 0)
 	}
 }
 
@@ -128,21 +132,33 @@ func (c *Client) Unsharded() *Client {
 	return c.all
 }
 
-// shardRefused is List's and Watch's hook after an error: a 400 to a request that carried
-// the selector (a server whose validation of shardSelector differs: an
-// aggregated API server on another apiserver library, a syntax it does not
-// take) means the server will not filter this group/version. The client
-// filters from then on, for the life of the process, and says so once;
-// opts loses the selector and the caller retries once.
-func (c *Client) shardRefused(gvr schema.GroupVersionResource, opts *metav1.ListOptions, err error) bool {
+// shardRetry is List's and Watch's hook after an error: a 400 to a request
+// that carried the selector may be the server refusing it (a server whose
+// validation of shardSelector differs: an aggregated API server on another
+// apiserver library, a syntax it does not take). opts loses the selector and
+// the caller retries once; shardRetried then tells which it was.
+func (c *Client) shardRetry(opts *metav1.ListOptions, err error) bool {
 	if opts.ShardSelector == "" || !apierrors.IsBadRequest(err) {
 		return false
+	}
+	opts.ShardSelector = ""
+	return true
+}
+
+// shardRetried judges the retry of shardRetry: when it succeeds, the first
+// 400 was about the selector, and the client filters gv from then on, and
+// says so once. When it fails too, the request
+// was bad in another way (a field selector the resource does not support):
+// gv's next requests still carry the selector. A refusal holds for
+// refuseFor, then the selector is tried again: a server restarted with the
+// feature is found out.
+func (c *Client) shardRetried(gvr schema.GroupVersionResource, first, err error) {
+	if err != nil {
+		return
 	}
 	gv := gvr.GroupVersion().String()
 	if c.server.refuse(gv) {
 		c.server.log.Warn("shard: the server refuses shardSelector; objects of other shards are dropped on the client",
-			"groupVersion", gv, "shard", c.shard.String(), "err", err)
+			"groupVersion", gv, "shard", c.shard.String(), "err", first)
 	}
-	opts.ShardSelector = ""
-	return true
 }

@@ -10,11 +10,12 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// proofObjects is how many of the shard's own objects, and none of another
-// shard's, a watch by uid takes as the server's filtering: a server that
-// did not filter would have sent them with a chance of (1/count)^32, uids
-// being random. By namespace no count proves it (a namespace's objects are
-// all one shard's).
+// proofObjects is how many of the shard's own objects (distinct uids: the
+// events of one object changed again and again prove nothing), and none of
+// another shard's, a watch by uid takes as the server's filtering: a server
+// that did not filter would have sent them with a chance of (1/count)^32,
+// uids being random. By namespace no count proves it (a namespace's objects
+// are all one shard's).
 const proofObjects = 32
 
 // noObject is a label selector that no object matches (a label both there
@@ -40,7 +41,7 @@ func (c *Client) filterWatch(ctx context.Context, w watch.Interface, gvr schema.
 			l.bookmark(o)
 			return true
 		case o != otherShard && c.shard.Owns(o.uid, o.namespace):
-			l.own()
+			l.own(o.uid)
 			return true
 		}
 		l.other()
@@ -51,19 +52,28 @@ func (c *Client) filterWatch(ctx context.Context, w watch.Interface, gvr schema.
 // watchLearner learns from one watch whether its server filters; it runs on
 // the watch filter's goroutine.
 type watchLearner struct {
-	c     *Client
-	ctx   context.Context
-	gvr   schema.GroupVersionResource
-	ns    string
-	owned int
+	c   *Client
+	ctx context.Context
+	gvr schema.GroupVersionResource
+	ns  string
+	// owned: the hashes of the distinct uids of the shard's seen so far.
+	owned [proofObjects]uint64
+	n     int
 	done  bool // learnt, or nothing to learn (no selector sent)
 }
 
-func (l *watchLearner) own() {
+func (l *watchLearner) own(uid string) {
 	if l.done || l.c.shard.ByNamespace {
 		return
 	}
-	if l.owned++; l.owned >= proofObjects {
+	h := fnv1a(uid)
+	for _, seen := range l.owned[:l.n] {
+		if seen == h {
+			return
+		}
+	}
+	l.owned[l.n] = h
+	if l.n++; l.n >= proofObjects {
 		l.done = true
 		l.c.noteFilter(l.gvr.GroupVersion().String(), true)
 	}
