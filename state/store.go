@@ -40,6 +40,9 @@ type Store struct {
 // process, an unreadable file and a file of another format are errors that say
 // what to do.
 func Open(path string) (*Store, error) {
+	if err := checkPages(path); err != nil {
+		return nil, fmt.Errorf("state file %s is unreadable (%v): start with --reset-state to discard it and start over", path, err)
+	}
 	db, err := bolt.Open(path, 0o600, boltOptions())
 	switch {
 	case errors.Is(err, bolt.ErrTimeout):
