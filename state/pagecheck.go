@@ -19,15 +19,18 @@ import (
 // error that says what to do (--reset-state), as any unreadable file is.
 
 // checkPages reads every key and value of the file at path, and returns what
-// a bad page made bbolt panic with. A file that does not exist, or that
-// bbolt cannot open read-only (held by another process, not a bbolt file),
-// is left to Open to report.
+// a bad page made bbolt panic with; bolt.ErrTimeout when another process
+// holds the file. A file that does not exist, or that bbolt cannot open (not
+// a bbolt file), is left to Open to report.
 func checkPages(path string) (err error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
-	if err != nil {
+	switch {
+	case errors.Is(err, bolt.ErrTimeout):
+		return err // held by another process: Open says so, without waiting again
+	case err != nil:
 		return nil
 	}
 	defer db.Close()
