@@ -16,7 +16,8 @@ import (
 // their churn: about 170 MB), by how the file keeps its freelist: synced,
 // written by every commit (bbolt's default), or rebuilt at every open by
 // walking every page the file uses (NoFreelistSync: what a commit no longer
-// writes, an open pays for; a crash changes neither).
+// writes, an open pays for; a crash changes neither), and rebuilt after
+// Open's own walk of the pages (checkPages: a bad page an error, not a panic).
 func BenchmarkOpen(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "state.db")
 	buildLarge(b, path)
@@ -24,10 +25,10 @@ func BenchmarkOpen(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, mode := range []string{"synced", "rebuilt"} {
+	for _, mode := range []string{"synced", "rebuilt", "rebuilt+checked"} {
 		b.Run("freelist="+mode, func(b *testing.B) {
 			opts := &bolt.Options{Timeout: time.Second}
-			if mode == "rebuilt" {
+			if mode != "synced" {
 				opts.NoFreelistSync, opts.FreelistType = true, bolt.FreelistMapType
 			}
 			// One commit under opts: the file's meta then says whether a
@@ -41,6 +42,11 @@ func BenchmarkOpen(b *testing.B) {
 			}
 			_ = db.Close()
 			for b.Loop() {
+				if mode == "rebuilt+checked" {
+					if err := checkPages(path); err != nil {
+						b.Fatal(err)
+					}
+				}
 				db, err := bolt.Open(path, 0o600, opts)
 				if err != nil {
 					b.Fatal(err)

@@ -99,9 +99,10 @@ type CommitterOptions struct {
 	What string
 	// Gather, when set, lets changes that come in a burst share a
 	// transaction (two fdatasyncs) even when the file could take them one
-	// by one: a change that comes within Gather of the one before, itself
-	// within Gather of its own, is committed no sooner than Gather after it
-	// was submitted, with what came meanwhile; any other at once. Zero:
+	// by one: a change that ends a streak of burstStreak changes each
+	// within Gather of the one before is committed no sooner than Gather
+	// after it was submitted, with what came meanwhile; any other at once
+	// (a steady 100 a second is nearly never held). Zero:
 	// every change is committed as soon as the transaction before it is.
 	Gather time.Duration
 	// Linger is how long a change submitted with Later may wait for a
@@ -122,7 +123,7 @@ type commit struct {
 	// due, for a change submitted with Later, is when it has lingered
 	// long enough; zero for any other.
 	due time.Time
-	// hold, for a change that came within Gather of the one before, is
+	// hold, for a change that came in a burst (see gather), is
 	// when its commit may start at the earliest; zero for any other.
 	hold time.Time
 	// owner is the committer the change was submitted to, when a carrier

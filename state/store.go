@@ -40,10 +40,16 @@ type Store struct {
 // process, an unreadable file and a file of another format are errors that say
 // what to do.
 func Open(path string) (*Store, error) {
+	err := checkPages(path)
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, inUse(path)
+	} else if err != nil {
+		return nil, fmt.Errorf("state file %s is unreadable (%v): start with --reset-state to discard it and start over", path, err)
+	}
 	db, err := bolt.Open(path, 0o600, boltOptions())
 	switch {
 	case errors.Is(err, bolt.ErrTimeout):
-		return nil, fmt.Errorf("state file %s is %w; stop it first, or give this one its own state.path", path, ErrInUse)
+		return nil, inUse(path)
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission):
 		return nil, fmt.Errorf("state file %s cannot be created: %w (check that its directory exists and is writable)", path, err)
 	case err != nil:
@@ -122,6 +128,11 @@ func Reset(path string) (records, pending int, err error) {
 		return records, pending, err
 	}
 	return records, pending, nil
+}
+
+// inUse is Open's error for a file another process holds.
+func inUse(path string) error {
+	return fmt.Errorf("state file %s is %w; stop it first, or give this one its own state.path", path, ErrInUse)
 }
 
 // boltOptions are the options a state file is opened with. The freelist (the

@@ -59,8 +59,8 @@ type durable struct {
 	stopRun atomic.Pointer[context.CancelCauseFunc]
 }
 
-// commitGather: events that come in a burst (each within this of the one
-// before) share a commit, its two fdatasyncs, even when the file could take
+// commitGather: events that come in a burst (a streak of them each within
+// this of the one before, state.Committer's Gather) share a commit, its two fdatasyncs, even when the file could take
 // them one by one: each waits up to this long for the ones behind it. An
 // event after a quieter spell (at 100 updates/s, nearly every one) is
 // committed at once.
