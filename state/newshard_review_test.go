@@ -17,7 +17,9 @@ func TestAdoptNewShardPerCluster(t *testing.T) {
 	if err := s.SetMovedFrom(MovedFrom{Count: 2}, true, "east", "west"); err != nil {
 		t.Fatal(err)
 	}
-	scope := func(c string) []Scope { return []Scope{{Resource: Resource{Cluster: c, Resource: "configmaps"}, Namespace: "ns"}} }
+	scope := func(c string) []Scope {
+		return []Scope{{Resource: Resource{Cluster: c, Resource: "configmaps"}, Namespace: "ns"}}
+	}
 	for _, step := range []struct {
 		cluster string
 		want    bool
