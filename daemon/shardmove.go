@@ -7,6 +7,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dynwatch/dynwatch/state"
@@ -211,6 +212,13 @@ func (d *daemon) leaseOf(index int) string {
 // it cannot (none, or RBAC grants no get on it: the chart grants the
 // Leases of the current count).
 func (d *daemon) lease(ctx context.Context, name string) (*coordinationv1.Lease, bool) {
-	l, err := d.o.Kube.CoordinationV1().Leases(d.o.File.Config.LeaderElection.Namespace).Get(ctx, name, metav1.GetOptions{})
+	ns := d.o.File.Config.LeaderElection.Namespace
+	l, err := d.o.Kube.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsForbidden(err) {
+		// Not silent: what that Lease would say is then unknown (a shard of
+		// a larger set before a shrink, or the Lease of before shards).
+		d.log.Warn("shard: cannot read a Lease of the shard set (forbidden): a reshard compares with this shard's own end instead, and a change made while the set was down may be lost; grant get on it",
+			"lease", ns+"/"+name, "err", err)
+	}
 	return l, err == nil
 }
