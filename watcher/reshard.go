@@ -59,7 +59,7 @@ func (l *listing) reshardKnown(tx *state.Tx, res state.Resource, ev *event.Event
 	if l.resharded {
 		if _, _, recorded := tx.Version(res, ev.UID); !recorded {
 			end, ok := oldOwnerEnd(tx, ev)
-			switch movedIn(timeAt(ev.Object, "metadata.creationTimestamp"), modifiedAt(ev), end, ok) {
+			switch movedIn(timeAt(ev.Object, "metadata.creationTimestamp"), changedAt(ev), end, ok) {
 			case movedNothing:
 				return k, true, nil
 			case movedUpdate:
@@ -94,6 +94,25 @@ func ownerUnder(m state.MovedFrom, uid, namespace string) int {
 		}
 	}
 	return 0
+}
+
+// changedAt is the latest time the object says it changed: its
+// managedFields' (modifiedAt), or when its deletion was asked for, which
+// writes no managedFields time (deletionTimestamp less the grace period it
+// was given; a finalizer may keep the object long after). Zero when it says
+// nothing (movedIn then takes it as changed).
+func changedAt(ev *event.Event) time.Time {
+	m := modifiedAt(ev)
+	if m.IsZero() {
+		return m // not known: changed
+	}
+	if del := timeAt(ev.Object, "metadata.deletionTimestamp"); !del.IsZero() {
+		grace := gjson.GetBytes(ev.Object, "metadata.deletionGracePeriodSeconds").Int()
+		if asked := del.Add(-time.Duration(grace) * time.Second); asked.After(m) {
+			return asked
+		}
+	}
+	return m
 }
 
 // modifiedAt is when the object was last changed: the informers' decoder
