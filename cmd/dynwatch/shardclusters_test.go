@@ -122,33 +122,6 @@ func TestShardsWithClusters(t *testing.T) {
 	reshardClustersTo3(t, dir, ns, gated, map[string]dynamic.Interface{"a": da, "b": db})
 }
 
-// checkShardSelectors checks that env's audit log has lists and watches of
-// the shards in ns, each with its shardSelector.
-func checkShardSelectors(t *testing.T, env *testenv.Env, ns string, count int) {
-	t.Helper()
-	evs, err := env.AuditEvents()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lists, watches int
-	for _, ev := range evs {
-		if !strings.HasPrefix(ev.RequestURI, "/api/v1/namespaces/"+ns+"/configmaps?") || (ev.Verb != "list" && ev.Verb != "watch") || !strings.HasPrefix(ev.UserAgent, "dynwatch/") {
-			continue
-		}
-		if ev.Verb == "list" {
-			lists++
-		} else {
-			watches++
-		}
-		if !strings.Contains(ev.RequestURI, "shardSelector=shardRange") {
-			t.Errorf("cluster b: %s without its shardSelector: %s", ev.Verb, ev.RequestURI)
-		}
-	}
-	if lists < count || watches < count {
-		t.Errorf("cluster b: %d lists and %d watches of the shards in the audit log, want %d of each at least", lists, watches, count)
-	}
-}
-
 // startClusterShards starts count shard processes of one config watching
 // two clusters, a (the test control plane, which does not filter by shard)
 // and b, each with its own state file under dir, and waits until each is
