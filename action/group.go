@@ -123,7 +123,11 @@ func acceptTime(d *event.Delivery, now time.Time) time.Time {
 // now, with the group's next delivery, not an Interval later: the Interval
 // holds back events that came after a delivery, not those it missed.
 func late(gr *group, d *event.Delivery, now time.Time) bool {
-	return !gr.held && !gr.sent.IsZero() && gr.due.After(now) && acceptTime(d, now).Before(gr.sent)
+	due := gr.due // when the Interval after the last delivery ends
+	if !gr.resume.IsZero() {
+		due = gr.resume // an earlier late member made the group due now
+	}
+	return !gr.held && !gr.sent.IsZero() && due.After(now) && acceptTime(d, now).Before(gr.sent)
 }
 
 // line returns key's objLine, made if needed.

@@ -293,3 +293,24 @@ func TestGroupLateEventDoesNotReleaseNewOnes(t *testing.T) {
 	}
 	waitOnClock(t, fc, q, "the new event, after the interval", 5*time.Minute, func() bool { return len(r.sent()) == 3 })
 }
+
+// Several late events that join before the queue's timer fires (a backlog
+// read back from disk after a restart) all go at once: each is late, not
+// only the first.
+func TestGroupLateEventsTogether(t *testing.T) {
+	t.Parallel()
+	q, r, fc := groupQueue(t, nsGroup(), QueueOptions{})
+	accepted := fc.Now()
+	q.Enqueue(gdelivery("a", "cm0", 0, event.Add, accepted))
+	waitOnClock(t, fc, q, "the first group", time.Minute, func() bool { return len(r.sent()) == 1 })
+	for i := 1; i <= 5; i++ {
+		q.Enqueue(gdelivery("a", fmt.Sprint("cm", i), 0, event.Add, accepted))
+	}
+	waitOnClock(t, fc, q, "the five late events, at once", time.Second, func() bool {
+		n := 0
+		for _, s := range r.sent()[1:] {
+			n += len(s.events)
+		}
+		return n == 5
+	})
+}
