@@ -44,8 +44,9 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 	prev, index := parseSpec(from)
 	old := dyninformer.NewShard(prev.Count, index, prev.ByNamespace)
 	var replayed int
+	clients := map[string]clusterClient{} // each cluster's, connected once
 	for res, recs := range away {
-		gone, err := d.goneIn(ctx, old, store, res, recs)
+		gone, err := d.goneIn(ctx, old, clients, store, res, recs)
 		if err != nil && lease.Err() != nil {
 			// The Lease ended (or the process stops): what is left set
 			// aside stays for the next leader to settle.
@@ -65,13 +66,30 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 	return store.DropMovedAway()
 }
 
-// goneIn lists res in its cluster, old's share of it, with gone.
-func (d *daemon) goneIn(ctx context.Context, old dyninformer.Shard, store *state.Store, res state.Resource, recs []state.MovedAway) ([]string, error) {
-	client, disc, err := d.clusterClients(res.Cluster)
-	if err != nil {
-		return nil, err
+// clusterClient is a cluster's clients (or why there are none), as
+// clusterClients made them: old's share, and discovery.
+type clusterClient struct {
+	client *dyninformer.Client
+	disc   k8sdiscovery.DiscoveryInterface
+	err    error
+}
+
+// goneIn lists res in its cluster, old's share of it, with gone; clients
+// keeps each cluster's clients for the next resource of the same cluster.
+func (d *daemon) goneIn(ctx context.Context, old dyninformer.Shard, clients map[string]clusterClient, store *state.Store, res state.Resource, recs []state.MovedAway) ([]string, error) {
+	c, ok := clients[res.Cluster]
+	if !ok {
+		client, disc, err := d.clusterClients(res.Cluster)
+		if err == nil {
+			client = client.Unsharded().WithShard(old, d.log)
+		}
+		c = clusterClient{client: client, disc: disc, err: err}
+		clients[res.Cluster] = c
 	}
-	return d.gone(ctx, client.Unsharded().WithShard(old, d.log), disc, store, res, recs)
+	if c.err != nil {
+		return nil, c.err
+	}
+	return d.gone(ctx, c.client, c.disc, store, res, recs)
 }
 
 // clusterClients are the clients of the cluster named name: the command
