@@ -33,7 +33,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		return usageError(fs, "%v", err)
 	}
 	klog.SetSlogLogger(log)
-	memory.Defaults(log)
+	memory.SetLimit(log, "/")
 	file, code := loadConfig(e.stderr, *config)
 	if file == nil {
 		return code

@@ -13,12 +13,6 @@ import (
 	"time"
 )
 
-// Defaults applies the soft memory limit (SetLimit) unless GOMEMLIMIT is
-// set, and logs what it chose.
-func Defaults(log *slog.Logger) {
-	SetLimit(log, "/")
-}
-
 // memoryLimitShare is the part of the container's memory limit that
 // dynwatch gives the Go runtime as its soft limit: the rest is for what the
 // runtime does not count (the binary's pages, kernel buffers) and headroom.
