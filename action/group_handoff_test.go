@@ -140,3 +140,35 @@ func TestHandOffUngroupsBackingOffGroup(t *testing.T) {
 		t.Errorf("depth %d after all delivered", q)
 	}
 }
+
+// A reload that keeps group while a late event has made its group due now
+// (for the late event only) keeps the interval for the group's other
+// members: a new event accepted after the delivery still waits the interval
+// in the new queue. (The old queue is driven by hand, so that its timer
+// cannot deliver the late event before the hand-off.)
+func TestHandOffSameGroupKeepsLateResume(t *testing.T) {
+	t.Parallel()
+	fc := newFakeClock()
+	r := &grecorder{clock: fc}
+	old := NewQueue("chat", r, QueueOptions{Clock: fc, Logger: quiet, Group: nsGroup()})
+	next := NewQueue("chat", r, QueueOptions{Concurrency: 4, Clock: fc, Logger: quiet, Group: nsGroup()})
+	accepted := fc.Now()
+	old.Enqueue(gdelivery("a", "cm0", 0, event.Add, accepted))
+	fc.Step(30 * time.Second)
+	old.mu.Lock()
+	old.fireDue(fc.Now()) // the first group's delivery is formed
+	old.mu.Unlock()
+	fc.Step(time.Second)
+	old.Enqueue(gdelivery("a", "cm2", 0, event.Add, fc.Now())) // new: the interval holds it
+	old.Enqueue(gdelivery("a", "cm1", 0, event.Add, accepted)) // late: goes at once
+	old.mu.Lock()
+	old.successor = next
+	old.mu.Unlock()
+	old.moveBacklog()
+	runQueue(t, next)
+	waitOnClock(t, fc, next, "the first group and the late event", time.Second, func() bool { return len(r.sent()) >= 2 })
+	sleepOnClock(t, fc, next, time.Minute)
+	if s := r.sent(); len(s) != 2 || fmt.Sprint(s[1].events) != "[a/cm1:0]" {
+		t.Errorf("after the hand-off: %+v; want the first group, then only the late cm1 (cm2 held by the interval)", s)
+	}
+}

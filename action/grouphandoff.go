@@ -3,6 +3,7 @@ package action
 import (
 	"container/heap"
 	"reflect"
+	"time"
 )
 
 // A reload that changes a grouped action (or makes one grouped, or one
@@ -112,15 +113,37 @@ func (next *Queue) takeOrder(from *grouper, keepGroups bool) (moved int) {
 		if ngr.last == nil {
 			ngr.last = gr.last
 		}
-		switch {
-		case ngr.index < 0:
-			ngr.due, ngr.span = gr.due, gr.span
+		if ngr.index < 0 {
+			ngr.due, ngr.span, ngr.resume = gr.due, gr.span, gr.resume
 			heap.Push(&ng.due, ngr)
-		case gr.due.Before(ngr.due):
-			ngr.due, ngr.span = gr.due, gr.span
+		} else {
+			mergeDue(ngr, gr)
 			heap.Fix(&ng.due, ngr.index)
 		}
 	}
 	ng.waiting += moved
 	return moved
+}
+
+// mergeDue makes ngr due when the earlier of the two groups is, and, when a
+// late member made either due now, due again (resume) when the earlier of
+// their Intervals ends: a hand-off keeps what holds the non-late members.
+func mergeDue(ngr, gr *group) {
+	normal := func(g *group) time.Time { // when its non-late members are due
+		if !g.resume.IsZero() {
+			return g.resume
+		}
+		return g.due
+	}
+	resume := normal(ngr)
+	if r := normal(gr); r.Before(resume) {
+		resume = r
+	}
+	if gr.due.Before(ngr.due) {
+		ngr.due, ngr.span = gr.due, gr.span
+	}
+	ngr.resume = time.Time{}
+	if ngr.due.Before(resume) {
+		ngr.resume = resume
+	}
 }
