@@ -47,6 +47,34 @@ type MovedFrom struct {
 	// Unix seconds (the Leases' times); an index missing is not known (the
 	// file's own end, Tx.ReshardedAfter, stands for it).
 	Ends map[string]int64 `json:"ends,omitempty"`
+	// Marks are, by index, the marks (Store.Marks) each shard of the
+	// previous spec last published, by scope; an index missing is not
+	// known (its objects are then compared with its end).
+	Marks map[string]map[string]string `json:"marks,omitempty"`
+}
+
+// SetMarks notes the marks the previous spec's shard index published.
+func (m *MovedFrom) SetMarks(index int, marks map[string]string) {
+	if m.Marks == nil {
+		m.Marks = map[string]map[string]string{}
+	}
+	m.Marks[strconv.Itoa(index)] = marks
+}
+
+// Mark is the previous spec's shard index's mark for an object of res in
+// namespace ns: that of its scope of res that covers ns (all namespaces, or
+// ns). ok is false when it published none for them.
+func (m MovedFrom) Mark(index int, res Resource, ns string) (rv uint64, ok bool) {
+	marks, ok := m.Marks[strconv.Itoa(index)]
+	if !ok {
+		return 0, false
+	}
+	for _, s := range []Scope{res.In(""), res.In(ns)} {
+		if v, err := strconv.ParseUint(marks[s.String()], 10, 64); err == nil {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // End is when the previous spec's shard index last ran; ok is false when it
