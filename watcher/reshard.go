@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -27,18 +28,32 @@ const (
 	movedUpdate
 )
 
-// movedIn decides what a moved-in object fires, given when its old owner
-// last ran (ok false: not known, and it fires nothing). created and
-// modified are the API server's times, to the second; end is the old
-// owner's, truncated to the second, so that a change in the very second it
-// stopped fires (a second time if it had seen it: at-least-once). A
-// modified time not known (an object without managedFields) counts as
-// changed: nothing is lost for want of it.
-func movedIn(created, modified, end time.Time, ok bool) moved {
+// movedIn decides what a moved-in object fires, given what its old owner
+// published: mark (marked false: none) is the highest resourceVersion it
+// recorded in the object's scope (state.Store.Marks), end when it last ran
+// (ok false: not known). With a mark the object's resourceVersion rv
+// decides: no higher, its old owner delivered it as it is; higher, it
+// changed after, whatever its times say (an update that only removes fields
+// moves no managedFields time). Without one, times decide: created and
+// modified are the API server's times, to the second; end is truncated to
+// the second, so that a change in the very second it stopped fires (a
+// second time if it had seen it: at-least-once). A modified time not known
+// (an object without managedFields) counts as changed: nothing is lost for
+// want of it. Either way an object created at or after end is an add.
+func movedIn(created, modified, end time.Time, ok bool, rv string, mark uint64, marked bool) moved {
+	end = end.Truncate(time.Second)
+	if v, err := strconv.ParseUint(rv, 10, 64); marked && err == nil {
+		switch {
+		case v <= mark:
+			return movedNothing
+		case ok && !created.IsZero() && !created.Before(end):
+			return movedAdd
+		}
+		return movedUpdate
+	}
 	if !ok {
 		return movedNothing
 	}
-	end = end.Truncate(time.Second)
 	switch {
 	case !created.IsZero() && !created.Before(end):
 		return movedAdd
@@ -59,7 +74,8 @@ func (l *listing) reshardKnown(tx *state.Tx, res state.Resource, ev *event.Event
 	if l.resharded {
 		if _, _, recorded := tx.Version(res, ev.UID); !recorded {
 			end, ok := oldOwnerEnd(tx, ev)
-			switch movedIn(timeAt(ev.Object, "metadata.creationTimestamp"), changedAt(ev), end, ok) {
+			mark, marked := oldOwnerMark(tx, res, ev)
+			switch movedIn(timeAt(ev.Object, "metadata.creationTimestamp"), changedAt(ev), end, ok, ev.ResourceVersion, mark, marked) {
 			case movedNothing:
 				return k, true, nil
 			case movedUpdate:
@@ -84,6 +100,17 @@ func oldOwnerEnd(tx *state.Tx, ev *event.Event) (time.Time, bool) {
 		}
 	}
 	return tx.ReshardedAfter()
+}
+
+// oldOwnerMark is the mark its shard under the previous spec published for
+// the object's scope of res, as that shard's Lease said at the reshard
+// (state.Tx.MovedFrom, with leaderElection); ok is false when none is known.
+func oldOwnerMark(tx *state.Tx, res state.Resource, ev *event.Event) (uint64, bool) {
+	m, ok := tx.MovedFrom()
+	if !ok {
+		return 0, false
+	}
+	return m.Mark(ownerUnder(m, ev.UID, ev.Namespace), res, ev.Namespace)
 }
 
 // ownerUnder is the index of the object's shard under spec m.

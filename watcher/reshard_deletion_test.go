@@ -19,6 +19,13 @@ import (
 // a reshard whose old owner ended at end.
 func movedInFires(t *testing.T, ns string, raw []byte, end time.Time) string {
 	t.Helper()
+	return movedInFiresWith(t, ns, raw, end, nil)
+}
+
+// movedInFiresWith is movedInFires where the old owner also published
+// marks (nil: none).
+func movedInFiresWith(t *testing.T, ns string, raw []byte, end time.Time, marks map[string]string) string {
+	t.Helper()
 	cms := event.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
 	ev := event.New(event.Add, cms, raw, nil, time.Now())
 
@@ -34,6 +41,9 @@ func movedInFires(t *testing.T, ns string, raw []byte, end time.Time) string {
 	}
 	prev := state.MovedFrom{Count: 1}
 	prev.SetEnd(0, end)
+	if marks != nil {
+		prev.SetMarks(0, marks)
+	}
 	if err := s.SetMovedFrom(prev, false); err != nil {
 		t.Fatal(err)
 	}

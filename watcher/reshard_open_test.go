@@ -2,7 +2,7 @@
 
 // Tests of defects still open (README, Scaling out, says what they lose):
 // they fail today, so they build only with -tags opendefects
-// (go test -tags opendefects -run TestMovedInFieldRemovalReplays ./watcher/).
+// (go test -tags opendefects -run TestMovedInFieldRemovalReplaysWithoutMarks ./watcher/).
 
 package watcher
 
@@ -15,13 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// An object that moved in after a reshard, whose one change while the set
-// was stopped removed a field (a label, a data key), changed after its old
-// owner's end: its update must replay. The API server does not move any
+// An object that moved in after a reshard from a shard that published no
+// marks (no leaderElection: no Leases; a file of too many scopes), whose one
+// change while the set was stopped removed a field (a label, a data key),
+// changed after its old owner's end: its update must replay. The API server does not move any
 // managedFields time for an update that only removes fields (the field
 // manager records no set for the operation), so the latest managedFields
 // time is no proof that nothing changed.
-func TestMovedInFieldRemovalReplays(t *testing.T) {
+func TestMovedInFieldRemovalReplaysWithoutMarks(t *testing.T) {
 	ns := namespace(t)
 	ri := dyn(t).Resource(cmGVR).Namespace(ns)
 	cm := create(t, cmGVR, ns, map[string]any{"apiVersion": "v1", "kind": "ConfigMap",

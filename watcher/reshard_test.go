@@ -34,7 +34,7 @@ func TestMovedIn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := movedIn(tt.created, tt.modified, end, tt.ok); got != tt.want {
+			if got := movedIn(tt.created, tt.modified, end, tt.ok, "", 0, false); got != tt.want {
 				t.Errorf("moved %d, want %d", got, tt.want)
 			}
 		})
