@@ -78,6 +78,9 @@ type daemon struct {
 	// current is the watcher while this replica acts, nil otherwise.
 	current atomic.Pointer[watcher.Watcher]
 	acting  atomic.Bool
+	// opening is true while a replica that leads brings its state file to
+	// its shard (openState: after a reshard, it may wait for other shards).
+	opening atomic.Bool
 	// shard is this process's shard (shard.go); everything without shards.
 	shard dyninformer.Shard
 	// ownLease is this shard's Lease as elect first read it, before this
@@ -86,6 +89,15 @@ type daemon struct {
 	// join is this shard's Lease lock (shardjoin.go; nil without shards or
 	// leader election).
 	join *joinLock
+	// marks are what this term's file publishes on the Lease (JSON of
+	// state.Store.Marks; nil: none yet), and prevMarks what the holder of
+	// this shard's previous spec published, kept on it (shardmarks.go).
+	marks        atomic.Pointer[string]
+	prevMarks    string
+	marksTooMany bool
+	// settleWait, when set (by tests), is awaitListed's bound instead of
+	// settleWait.
+	settleWait time.Duration
 
 	mu   sync.Mutex
 	file *plan.File // the last valid config, for the next term
@@ -137,7 +149,9 @@ func Run(ctx context.Context, o Options) error {
 // over (then they are left for it).
 func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	file := d.config()
+	d.opening.Store(true)
 	store, err := d.openState(file, lease)
+	d.opening.Store(false)
 	if err != nil {
 		return err
 	}
@@ -146,7 +160,15 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	}
 	synced := memory.DuringSync(d.log)
 	defer synced()
-	w, err := watcher.New(file, d.o.Informers, d.o.Discovery, watcher.Options{Logger: d.log, Stdout: d.o.Stdout, Source: d.o.Source, Store: store, Metrics: d.metrics, Connect: d.o.Connect, Fingerprint: d.o.Fingerprint, Synced: synced})
+	d.marks.Store(nil) // this term's file publishes its marks once listed
+	listedCh := make(chan struct{})
+	var listedOnce sync.Once
+	listed := func() { // the Lease says so (settleMovedAway), and its marks
+		synced()
+		d.listed()
+		listedOnce.Do(func() { close(listedCh) })
+	}
+	w, err := watcher.New(file, d.o.Informers, d.o.Discovery, watcher.Options{Logger: d.log, Stdout: d.o.Stdout, Source: d.o.Source, Store: store, Metrics: d.metrics, Connect: d.o.Connect, Fingerprint: d.o.Fingerprint, Synced: listed})
 	if err != nil {
 		d.log.Error("cannot build actions", "err", err)
 		return ErrFailed
@@ -162,6 +184,12 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	wctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go d.watchEnd(ctx, lease, wctx, w, store != nil, stop)
+	marked := make(chan struct{})
+	if lease != nil && store != nil {
+		go func() { defer close(marked); d.publishMarks(wctx, store, listedCh) }()
+	} else {
+		close(marked)
+	}
 	followed := make(chan struct{})
 	go func() {
 		defer close(followed)
@@ -170,6 +198,14 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	err = w.Run(wctx)
 	stop()
 	<-followed
+	<-marked
+	if lease != nil && store != nil {
+		select {
+		case <-listedCh: // the last marks, which releasing the Lease writes
+			d.noteMarks(store)
+		default:
+		}
+	}
 	d.remember(w.File())
 	switch {
 	case err == nil:

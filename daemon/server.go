@@ -90,6 +90,9 @@ func stateReason(err error) string {
 // dynwatch_informer_synced 0. A replica that stands by is ready.
 func (d *daemon) ready(now time.Time) (bool, string) {
 	if !d.acting.Load() {
+		if d.opening.Load() {
+			return false, "not ready: starting: opening the state file (after a reshard, until the shards that objects moved to have listed)\n"
+		}
 		if d.o.File.Config.LeaderElection != nil {
 			return true, "ok: standing by (another replica leads)\n"
 		}

@@ -18,18 +18,33 @@ import (
 // settleTimeout bounds the lists settleMovedAway makes.
 const settleTimeout = 2 * time.Minute
 
+// settleWait bounds how long settleMovedAway waits for the shards that the
+// records set aside moved to to say they have listed (awaitListed).
+const settleWait = 3 * time.Minute
+
 // settleMovedAway asks the API server which objects a reshard moved away
 // from this shard still exist (state.Store.MovedAway): it lists their old
 // share (this shard's range under the spec they were recorded under: where
 // the server filters, it sends that share only) in each namespace scope
 // their resource was watched in. A record whose object the lists did not
-// hold goes back among the records, so that its delete, made while the set
-// was stopped, replays from this shard, which had it; the others are
-// dropped. Records of a named cluster are listed in that cluster. What
-// cannot be listed (a cluster that cannot be reached, a list that fails) is
-// dropped as before, saying so: those deletes do not replay; but a list cut
-// short by the end of the Lease leaves what is still set aside for the next
-// leader (errLeaseEnded).
+// hold goes back among the records, so that its delete replays from this
+// shard, which had it; the others are dropped: their new shard had them.
+//
+// With leaderElection it first waits for those new shards to have listed
+// (awaitListed), and asks which objects existed when they had: an object
+// deleted after this shard's list but before its new shard's would
+// otherwise be in no file. Records of the cluster the Leases live in are
+// listed as they were at the resourceVersion the new shard gave (a delete
+// after it is the new shard's to deliver, not this one's); those of a named
+// cluster as they are now (a delete after the new shard listed may then be
+// delivered by both). Without leaderElection there are no Leases: the lists
+// are made now.
+//
+// Records of a named cluster are listed in that cluster. What cannot be
+// listed (a cluster that cannot be reached, a list that fails) is dropped
+// as before, saying so: those deletes do not replay; but a wait or a list
+// cut short by the end of the Lease leaves what is still set aside for the
+// next leader (errLeaseEnded).
 func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error {
 	from, away, err := store.MovedAway()
 	if err != nil || len(away) == 0 {
@@ -39,14 +54,18 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 		ctx = context.Background()
 	}
 	lease := ctx
+	prev, index := parseSpec(from)
+	at, err := d.awaitListed(lease, prev, away)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	prev, index := parseSpec(from)
 	old := dyninformer.NewShard(prev.Count, index, prev.ByNamespace)
 	var replayed int
 	clients := map[string]clusterClient{} // each cluster's, connected once
 	for res, recs := range away {
-		gone, err := d.goneIn(ctx, old, clients, store, res, recs)
+		gone, err := d.goneIn(ctx, old, clients, store, res, recs, at)
 		if err != nil && lease.Err() != nil {
 			// The Lease ended (or the process stops): what is left set
 			// aside stays for the next leader to settle.
@@ -62,8 +81,108 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 		}
 		replayed += len(gone)
 	}
-	d.log.Info("state: objects that moved to another shard settled; those deleted while the set was stopped replay their delete from this shard", "deleted", replayed)
+	d.log.Info("state: objects that moved to another shard settled; those deleted before their new shard listed replay their delete from this shard", "deleted", replayed)
 	return store.DropMovedAway()
+}
+
+// awaitListed waits, with leaderElection, until each shard of this spec
+// that a record set aside now belongs to says on its Lease that it has
+// listed (labelListed), polling for up to settleWait, and returns the
+// resourceVersion each gave (labelListedRV), by index. One that does not
+// say so in time is left out, saying so: its records are settled with lists
+// made now, and an object of them deleted before it lists is in no file.
+// The Lease's end ends the wait (errLeaseEnded: the records stay set aside).
+//
+// A shard waits only for shards of higher index than its own when the set
+// grows (or keeps its count: by changed), of lower when it shrinks, so that
+// no two shards wait for each other (each waits before it lists). When the
+// count changes, every object that moves does so that way (the ranges
+// split the hash space in order); when by changes, those that move the
+// other way are settled with lists made now.
+func (d *daemon) awaitListed(lease context.Context, prev state.MovedFrom, away map[state.Resource][]state.MovedAway) (map[int]string, error) {
+	if d.o.File.Config.LeaderElection == nil || d.o.Kube == nil {
+		return nil, nil
+	}
+	owners := map[int]bool{}
+	for _, recs := range away {
+		for _, r := range recs {
+			if k := d.ownerNow(r); waitsFor(prev.Count, d.shard.Count, d.shard.Index, k) {
+				owners[k] = true
+			}
+		}
+	}
+	if len(owners) == 0 {
+		return nil, nil
+	}
+	wait := d.settleWait
+	if wait == 0 {
+		wait = settleWait
+	}
+	deadline := time.Now().Add(wait)
+	at := map[int]string{}
+	for said := false; ; said = true {
+		var waiting []int
+		for k := range owners {
+			if _, ok := at[k]; ok {
+				continue
+			}
+			if rv, ok := d.listedAt(lease, k); ok {
+				at[k] = rv
+			} else {
+				waiting = append(waiting, k)
+			}
+		}
+		slices.Sort(waiting)
+		switch {
+		case len(waiting) == 0:
+			return at, nil
+		case time.Now().After(deadline):
+			d.log.Warn("state: these shards did not say they listed in time; the objects that moved to them are settled as they are now, and one deleted before its shard lists is not delivered as deleted",
+				"shards", waiting, "waited", wait.String())
+			return at, nil
+		case !said:
+			d.log.Info("state: waiting for the shards that objects moved to to list, so that an object deleted meanwhile is delivered as deleted", "shards", waiting, "atMost", wait.String())
+		}
+		select {
+		case <-lease.Done():
+			return nil, fmt.Errorf("wait for the shards that objects moved to: %w", errLeaseEnded)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// waitsFor reports whether shard index of count, resharded from prevCount,
+// waits for shard k to list (awaitListed): higher ones when the set grows or
+// keeps its count, lower when it shrinks.
+func waitsFor(prevCount, count, index, k int) bool {
+	if prevCount > count {
+		return k < index
+	}
+	return k > index
+}
+
+// ownerNow is the index of the shard of this spec that holds r's object.
+func (d *daemon) ownerNow(r state.MovedAway) int {
+	for k := range d.shard.Count {
+		if dyninformer.NewShard(d.shard.Count, k, d.shard.ByNamespace).Owns(r.UID, r.Namespace) {
+			return k
+		}
+	}
+	return 0
+}
+
+// listedAt is the resourceVersion shard k of this spec listed by, as its
+// Lease says; ok is false when it does not say it listed under this spec.
+func (d *daemon) listedAt(ctx context.Context, k int) (string, bool) {
+	l, ok := d.lease(ctx, d.leaseOf(k))
+	if !ok {
+		return "", false
+	}
+	s, shows := leaseSpec(l.Labels, labelShardCount, labelShardBy)
+	if !shows || !sameSpec(s, d.specNow()) || l.Labels[labelListed] != "1" || l.Labels[labelListedRV] == "" {
+		return "", false
+	}
+	return l.Labels[labelListedRV], true
 }
 
 // clusterClient is a cluster's clients (or why there are none), as
@@ -76,7 +195,9 @@ type clusterClient struct {
 
 // goneIn lists res in its cluster, old's share of it, with gone; clients
 // keeps each cluster's clients for the next resource of the same cluster.
-func (d *daemon) goneIn(ctx context.Context, old dyninformer.Shard, clients map[string]clusterClient, store *state.Store, res state.Resource, recs []state.MovedAway) ([]string, error) {
+// at is awaitListed's: it counts for the cluster the Leases live in only
+// (a named cluster's resourceVersions are its own).
+func (d *daemon) goneIn(ctx context.Context, old dyninformer.Shard, clients map[string]clusterClient, store *state.Store, res state.Resource, recs []state.MovedAway, at map[int]string) ([]string, error) {
 	c, ok := clients[res.Cluster]
 	if !ok {
 		client, disc, err := d.clusterClients(res.Cluster)
@@ -89,7 +210,10 @@ func (d *daemon) goneIn(ctx context.Context, old dyninformer.Shard, clients map[
 	if c.err != nil {
 		return nil, c.err
 	}
-	return d.gone(ctx, c.client, c.disc, store, res, recs)
+	if res.Cluster != "" {
+		at = nil
+	}
+	return d.gone(ctx, c.client, c.disc, store, res, recs, at)
 }
 
 // clusterClients are the clients of the cluster named name: the command
@@ -116,8 +240,11 @@ func (d *daemon) clusterClients(name string) (*dyninformer.Client, k8sdiscovery.
 
 // gone lists res in each namespace scope it has a baseline in and returns
 // the uids of recs in those scopes that no list held (none listed: an
-// error, nothing can be told).
-func (d *daemon) gone(ctx context.Context, client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface, store *state.Store, res state.Resource, recs []state.MovedAway) ([]string, error) {
+// error, nothing can be told). The records of a shard that at gives a
+// resourceVersion for are looked for as the objects were then; the others
+// (and those, when the API server no longer has that resourceVersion) as
+// they are now.
+func (d *daemon) gone(ctx context.Context, client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface, store *state.Store, res state.Resource, recs []state.MovedAway, at map[int]string) ([]string, error) {
 	gvr, err := preferred(disc, res)
 	if err != nil {
 		return nil, err
@@ -126,9 +253,40 @@ func (d *daemon) gone(ctx context.Context, client *dyninformer.Client, disc k8sd
 	if len(scopes) == 0 {
 		return nil, fmt.Errorf("%s was never listed in full", res.String())
 	}
+	byRV := map[string][]state.MovedAway{} // "": now
+	for _, r := range recs {
+		rv := at[d.ownerNow(r)]
+		byRV[rv] = append(byRV[rv], r)
+	}
+	var gone []string
+	for rv, recs := range byRV {
+		exists, err := uidsAt(ctx, client, gvr, scopes, rv)
+		if err != nil && rv != "" && ctx.Err() == nil {
+			d.log.Warn("state: cannot list the objects that moved away as they were when their new shard listed; listing them as they are now (one deleted after that shard listed may be delivered as deleted twice)",
+				"resource", res.String(), "resourceVersion", rv, "err", err)
+			exists, err = uidsAt(ctx, client, gvr, scopes, "")
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if !exists[r.UID] && slices.ContainsFunc(scopes, func(ns string) bool { return res.In(ns).Covers(r.Namespace) }) {
+				gone = append(gone, r.UID)
+			}
+		}
+	}
+	return gone, nil
+}
+
+// uidsAt lists gvr in each namespace scope, as it was at resourceVersion rv
+// ("": now), and returns the uids listed.
+func uidsAt(ctx context.Context, client *dyninformer.Client, gvr schema.GroupVersionResource, scopes []string, rv string) (map[string]bool, error) {
 	exists := map[string]bool{}
 	for _, ns := range scopes {
 		opts := metav1.ListOptions{Limit: 500}
+		if rv != "" {
+			opts.ResourceVersion, opts.ResourceVersionMatch = rv, metav1.ResourceVersionMatchExact
+		}
 		for {
 			l, err := client.List(ctx, gvr, ns, opts)
 			if err != nil { // once more: a server that refused the selector is filtered on the client now
@@ -145,15 +303,11 @@ func (d *daemon) gone(ctx context.Context, client *dyninformer.Client, disc k8sd
 			if opts.Continue = l.Continue; opts.Continue == "" {
 				break
 			}
+			// The continued pages are of the first one's resourceVersion.
+			opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
 		}
 	}
-	var gone []string
-	for _, r := range recs {
-		if !exists[r.UID] && slices.ContainsFunc(scopes, func(ns string) bool { return res.In(ns).Covers(r.Namespace) }) {
-			gone = append(gone, r.UID)
-		}
-	}
-	return gone, nil
+	return exists, nil
 }
 
 // preferred is the version of res's group the API server prefers.

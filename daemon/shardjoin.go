@@ -5,6 +5,7 @@ import (
 	"maps"
 	"sync"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
@@ -15,6 +16,19 @@ import (
 // process killed in between, whose Lease shows its spec already, is thus
 // still new to the set at its next start, or a standby's (newToSet).
 const labelJoining = "dynwatch.io/shard-joining"
+
+// labelListed is "1" on a shard's Lease once its holder has listed every
+// resource it watches (its first lists since it took the Lease over), "0"
+// before; labelListedRV is then the resourceVersion of the Lease write that
+// first said so, later than all those lists ("" before). A shard that set
+// records aside at a reshard waits for the new owners to say so, and asks
+// the API server which of those objects existed at that resourceVersion
+// (settleMovedAway): those deleted before the new owner listed are its to
+// replay; the new owner had the others.
+const (
+	labelListed   = "dynwatch.io/shard-listed"
+	labelListedRV = "dynwatch.io/shard-listed-rv"
+)
 
 // joinLock is a shard's Lease lock whose labels its holder can change while
 // it holds the Lease: each write of the Lease (Create, Update) carries the
@@ -29,6 +43,7 @@ type joinLock struct {
 func newJoinLock(lock *resourcelock.LeaseLock) *joinLock {
 	labels := maps.Clone(lock.Labels)
 	labels[labelJoining] = "1"
+	labels[labelListed], labels[labelListedRV] = "0", "" // a Lease only gains labels: "" overwrites an earlier term's
 	return &joinLock{LeaseLock: lock, labels: labels}
 }
 
@@ -48,14 +63,16 @@ func (l *joinLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRe
 	return l.LeaseLock.Update(ctx, ler)
 }
 
-// leaseLock is the lock of this process's Lease, as identity id; a shard's
-// carries its labels (shardLeaseLabels) and says while it joins.
+// leaseLock is the lock of this process's Lease, as identity id: its writes
+// carry the marks this holder publishes (dressLease); a shard's carries its
+// labels (shardLeaseLabels) and says while it joins and once it listed.
 func (d *daemon) leaseLock(ctx context.Context, id string) resourcelock.Interface {
 	le := d.o.File.Config.LeaderElection
 	name := d.leaseName(le.Name)
+	writes := leaseWrites{LeasesGetter: d.o.Kube.CoordinationV1(), dress: d.dressLease}
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: name},
-		Client:     d.o.Kube.CoordinationV1(),
+		Client:     writes,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 		Labels:     d.shardLeaseLabels(ctx, le.Namespace, name),
 	}
@@ -63,6 +80,8 @@ func (d *daemon) leaseLock(ctx context.Context, id string) resourcelock.Interfac
 		return lock
 	}
 	d.join = newJoinLock(lock)
+	writes.wrote = d.join.sawWrite
+	lock.Client = writes
 	return d.join
 }
 
@@ -72,6 +91,32 @@ func (l *joinLock) joined() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.labels[labelJoining] = "0"
+}
+
+// listed notes that the holder has listed every resource it watches: the
+// Lease's next renewal says so, and the one after gives the
+// resourceVersion of that write (sawWrite).
+func (l *joinLock) listed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.labels[labelListed] = "1"
+}
+
+// sawWrite is shown each write of the Lease the API server took (under
+// l.mu: Create and Update hold it): the first that said the holder listed
+// gives its resourceVersion to labelListedRV.
+func (l *joinLock) sawWrite(sent, got *coordinationv1.Lease) {
+	if sent.Labels[labelListed] == "1" && l.labels[labelListedRV] == "" {
+		l.labels[labelListedRV] = got.ResourceVersion
+	}
+}
+
+// listed tells this shard's Lease lock (with shards and leader election)
+// that every resource is listed.
+func (d *daemon) listed() {
+	if d.join != nil {
+		d.join.listed()
+	}
 }
 
 // joined tells this shard's Lease lock (with shards and leader election)

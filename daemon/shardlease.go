@@ -48,6 +48,7 @@ func (d *daemon) shardLeaseLabels(ctx context.Context, namespace, name string) m
 		l = nil // a new Lease (or none to read): nothing to keep
 	}
 	d.ownLease = l
+	d.prevMarks = prevMarksOf(l, d.specNow())
 	return nextLeaseLabels(l, d.specNow(), time.Now())
 }
 

@@ -80,8 +80,11 @@ func (d *daemon) noteMovedFrom(ctx context.Context, store *state.Store, r *state
 		if i == own {
 			continue
 		}
-		if at, ok := d.peerEnd(ctx, prev, i); ok {
+		if at, marks, ok := d.peerPast(ctx, prev, i); ok {
 			prev.SetEnd(i, at)
+			if marks != nil {
+				prev.SetMarks(i, marks)
+			}
 		} else {
 			unknown = append(unknown, i)
 		}
@@ -160,47 +163,62 @@ func (d *daemon) previousSpec(ctx context.Context) (state.MovedFrom, bool) {
 
 // peerEnd is when shard index of spec prev last ran, as its Lease says.
 func (d *daemon) peerEnd(ctx context.Context, prev state.MovedFrom, index int) (time.Time, bool) {
+	at, _, ok := d.peerPast(ctx, prev, index)
+	return at, ok
+}
+
+// peerPast is what the Lease of shard index of spec prev says of it: when
+// it last ran, and the marks it published then (nil: none).
+func (d *daemon) peerPast(ctx context.Context, prev state.MovedFrom, index int) (time.Time, map[string]string, bool) {
 	plain := prev.Count <= 1
 	if l, ok := d.lease(ctx, d.leaseOf(index)); ok {
-		if at, ok := leaseEnd(l, prev, false); ok {
-			return at, true
+		if at, marks, ok := leasePast(l, prev, false); ok {
+			return at, marks, true
 		}
 	}
 	if !plain {
-		return time.Time{}, false
+		return time.Time{}, nil, false
 	}
 	l, ok := d.lease(ctx, d.o.File.Config.LeaderElection.Name) // no shards block: one Lease
 	if !ok {
-		return time.Time{}, false
+		return time.Time{}, nil, false
 	}
-	return leaseEnd(l, prev, true)
+	return leasePast(l, prev, true)
 }
 
 // leaseEnd is when the holder of Lease l under spec prev stopped, as l
-// says: l still shows prev (plain: it is the Lease of a process without
-// shards, which writes no labels), and its holder ran until its renewTime
-// (a holder that stops releases the Lease, which renews it then); or l
-// shows the spec that followed, whose holder kept prev's renewTime on it as
-// it took l over (nextLeaseLabels). Either way the same second, whether the
+// says (leasePast).
+func leaseEnd(l *coordinationv1.Lease, prev state.MovedFrom, plain bool) (time.Time, bool) {
+	at, _, ok := leasePast(l, prev, plain)
+	return at, ok
+}
+
+// leasePast is what Lease l says of its holder under spec prev: when it
+// stopped, and the marks it published (annMarks; nil: none). l still shows
+// prev (plain: it is the Lease of a process without shards, which writes no
+// labels), and its holder ran until its renewTime (a holder that stops
+// releases the Lease, which renews it then); or l shows the spec that
+// followed, whose holder kept prev's renewTime and marks on it as it took l
+// over (nextLeaseLabels, prevMarksOf). Either way the same, whether the
 // next holder rewrote l before or after it was read. ok false: l says
 // nothing of prev.
-func leaseEnd(l *coordinationv1.Lease, prev state.MovedFrom, plain bool) (time.Time, bool) {
+func leasePast(l *coordinationv1.Lease, prev state.MovedFrom, plain bool) (time.Time, map[string]string, bool) {
 	s, shows := leaseSpec(l.Labels, labelShardCount, labelShardBy)
 	switch {
 	case (plain && !shows) || (shows && sameSpec(s, prev)):
 		if l.Spec.RenewTime == nil {
-			return time.Time{}, false
+			return time.Time{}, nil, false
 		}
-		return time.Unix(l.Spec.RenewTime.Unix(), 0), true
+		return time.Unix(l.Spec.RenewTime.Unix(), 0), parseMarks(l.Annotations[annMarks]), true
 	case !shows:
-		return time.Time{}, false
+		return time.Time{}, nil, false
 	}
 	p, ok := leaseSpec(l.Labels, labelPrevCount, labelPrevBy)
 	sec, err := strconv.ParseInt(l.Labels[labelPrevEnded], 10, 64)
 	if !ok || err != nil || !sameSpec(p, prev) {
-		return time.Time{}, false
+		return time.Time{}, nil, false
 	}
-	return time.Unix(sec, 0), true
+	return time.Unix(sec, 0), parseMarks(l.Annotations[annPrevMarks]), true
 }
 
 // leaseOf names the Lease of shard index (under any spec with shards).

@@ -1,0 +1,133 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+
+	"github.com/dynwatch/dynwatch/state"
+)
+
+// The annotations a holder with state writes on its Lease (with
+// leaderElection). After a reshard, an object that moved in to a shard is
+// compared with its old shard's mark for its scope: at a resourceVersion no
+// higher, it was delivered as it is; higher, it changed after that shard
+// stopped (watcher, reshard.go). A mark is exact where the times a shard
+// otherwise compares with are not: an update that only removes fields
+// moves no managedFields time.
+const (
+	// annMarks is this holder's file's marks (JSON of state.Store.Marks),
+	// once every resource is listed in this term, as of the last renewal
+	// (and the last one, as it released the Lease, once acting stopped).
+	annMarks = "dynwatch.io/marks"
+	// annPrevMarks is what the holder of the shard's previous spec
+	// published (annMarks), kept by the holder that took the Lease over
+	// under another spec, as labelPrevEnded keeps when it stopped.
+	annPrevMarks = "dynwatch.io/prev-marks"
+)
+
+const (
+	// marksEvery is how often the marks are read off the file while
+	// acting (a holder killed without releasing the Lease leaves those of
+	// the last read: lower, so more is replayed, nothing lost).
+	marksEvery = 30 * time.Second
+	// marksMax bounds the annotation (an object's annotations may hold
+	// 256 KiB in all): a file of more scopes publishes none, and its
+	// objects are compared by times after a reshard.
+	marksMax = 128 << 10
+)
+
+// dressLease writes, on each write of this process's Lease, the marks it
+// publishes, and with shards those of the previous spec's holder.
+func (d *daemon) dressLease(l *coordinationv1.Lease) {
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	if m := d.marks.Load(); m != nil {
+		l.Annotations[annMarks] = *m
+	} else {
+		delete(l.Annotations, annMarks) // an earlier holder's: not this file's
+	}
+	if d.o.File.Config.Shards == nil {
+		return
+	}
+	if d.prevMarks != "" {
+		l.Annotations[annPrevMarks] = d.prevMarks
+	} else {
+		delete(l.Annotations, annPrevMarks)
+	}
+}
+
+// prevMarksOf is what the holder of Lease l (as read before this process
+// first wrote it; nil: none) under spec cur keeps as the previous spec's
+// marks: l's own when it shows another spec, else those it kept.
+func prevMarksOf(l *coordinationv1.Lease, cur state.MovedFrom) string {
+	if l == nil {
+		return ""
+	}
+	was, ok := leaseSpec(l.Labels, labelShardCount, labelShardBy)
+	switch {
+	case ok && !sameSpec(was, cur):
+		return l.Annotations[annMarks]
+	case ok:
+		return l.Annotations[annPrevMarks]
+	}
+	return ""
+}
+
+// parseMarks reads an annMarks value (nil: none, or not marks).
+func parseMarks(v string) map[string]string {
+	if v == "" {
+		return nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(v), &m); err != nil {
+		return nil
+	}
+	return m
+}
+
+// noteMarks reads the marks off the file for the Lease's next write.
+func (d *daemon) noteMarks(store *state.Store) {
+	m, err := store.Marks()
+	if err != nil {
+		d.log.Warn("state: cannot read the marks off the file; the Lease keeps the last ones", "err", err)
+		return
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	if len(b) > marksMax {
+		if d.marks.Swap(nil) != nil || !d.marksTooMany {
+			d.log.Warn("state: too many scopes to publish their marks on the Lease; after a reshard, objects that moved from this shard are compared by time (an update that only removes fields may be missed)",
+				"bytes", len(b), "max", marksMax)
+		}
+		d.marksTooMany = true
+		return
+	}
+	s := string(b)
+	d.marks.Store(&s)
+}
+
+// publishMarks keeps the marks current, every marksEvery, from listed
+// (closed once every resource is listed in this term) until ctx ends.
+func (d *daemon) publishMarks(ctx context.Context, store *state.Store, listed <-chan struct{}) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-listed:
+	}
+	t := time.NewTicker(marksEvery)
+	defer t.Stop()
+	for {
+		d.noteMarks(store)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package daemon
+
+import (
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/dynwatch/dynwatch/state"
+)
+
+// A holder's marks ride its Lease's writes; the holder that takes the Lease
+// over under another spec keeps them as the previous spec's, and a shard
+// reading that Lease before or after the takeover learns the same marks
+// with the same end. A holder without marks (not listed yet) writes none
+// of its own. And the first write after a shard said it listed gives its
+// resourceVersion to the next.
+func TestLeaseMarksAndListed(t *testing.T) {
+	t.Parallel()
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	ns := fmt.Sprintf("shard-marks-%d", time.Now().UnixNano()%1000000)
+	if _, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lease := func() map[string]string {
+		l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), "dw-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Annotations
+	}
+	old := shardDaemon(t, kube, ns, 2, 0)
+	takeOver(t, old, "old-0")
+	if _, ok := lease()[annMarks]; ok {
+		t.Error("marks written before the holder listed")
+	}
+	marks := `{"/configmaps/":"42"}`
+	old.marks.Store(&marks)
+	renew(t, old, "old-0")
+	if got := lease()[annMarks]; got != marks {
+		t.Errorf("marks on the Lease = %q, want %q", got, marks)
+	}
+
+	prev := state.MovedFrom{Count: 2}
+	reader := shardDaemon(t, kube, ns, 3, 2)
+	endBefore, marksBefore, ok := reader.peerPast(t.Context(), prev, 0)
+	if !ok || !maps.Equal(marksBefore, map[string]string{"/configmaps/": "42"}) {
+		t.Fatalf("before the takeover: marks %v (%v)", marksBefore, ok)
+	}
+	next := shardDaemon(t, kube, ns, 3, 0)
+	takeOver(t, next, "new-0")
+	if a := lease(); a[annPrevMarks] != marks || a[annMarks] != "" {
+		t.Errorf("after the takeover under another spec: annotations %v, want the old marks kept as the previous spec's and none of its own", a)
+	}
+	endAfter, marksAfter, ok := reader.peerPast(t.Context(), prev, 0)
+	if !ok || !endAfter.Equal(endBefore) || !maps.Equal(marksAfter, marksBefore) {
+		t.Errorf("after the takeover: %s %v (%v), before: %s %v", endAfter, marksAfter, ok, endBefore, marksBefore)
+	}
+	// The same spec again (a restart): it keeps the previous spec's marks.
+	again := shardDaemon(t, kube, ns, 3, 0)
+	takeOver(t, again, "new-0b")
+	if a := lease(); a[annPrevMarks] != marks {
+		t.Errorf("a restart under the same spec dropped the previous spec's marks: %v", a)
+	}
+
+	l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), "dw-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Labels[labelListed] != "0" || l.Labels[labelListedRV] != "" {
+		t.Errorf("a new holder's Lease says listed %q at %q", l.Labels[labelListed], l.Labels[labelListedRV])
+	}
+	again.listed()
+	renew(t, again, "new-0b")
+	said, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), "dw-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renew(t, again, "new-0b")
+	renew(t, again, "new-0b")
+	if rv, ok := reader.listedAt(t.Context(), 0); !ok || rv != said.ResourceVersion {
+		t.Errorf("listedAt = %q, %v; want the resourceVersion of the write that first said so, %s", rv, ok, said.ResourceVersion)
+	}
+	if _, ok := shardDaemon(t, kube, ns, 4, 1).listedAt(t.Context(), 0); ok {
+		t.Error("a shard of another spec takes the Lease's listing as of its own spec")
+	}
+}
