@@ -13,9 +13,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-// A Lease of the shard set that the shard may not read (its Role names the
-// current count's Leases only: after a shrink, the Lease of a shard of the
-// larger set) is said at WARN, not taken silently as absent.
+// A Lease of the shard set that the shard may not read (a Role written by
+// hand that names the current count's Leases only: after a shrink, the Lease
+// of a shard of the larger set) is said at WARN, not taken silently as absent.
 func TestShardLeaseForbiddenIsSaid(t *testing.T) {
 	t.Parallel()
 	kube := fake.NewClientset()

@@ -227,15 +227,16 @@ func (d *daemon) leaseOf(index int) string {
 }
 
 // lease reads a Lease of the leader election's namespace; ok is false when
-// it cannot (none, or RBAC grants no get on it: the chart grants the
-// Leases of the current count).
+// it cannot (none, or RBAC grants no get on it: the chart and dynwatch rbac
+// grant get on every Lease of the namespace with shards, but RBAC written by
+// hand may name the current count's Leases only).
 func (d *daemon) lease(ctx context.Context, name string) (*coordinationv1.Lease, bool) {
 	ns := d.o.File.Config.LeaderElection.Namespace
 	l, err := d.o.Kube.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsForbidden(err) {
 		// Not silent: what that Lease would say is then unknown (a shard of
 		// a larger set before a shrink, or the Lease of before shards).
-		d.log.Warn("shard: cannot read a Lease of the shard set (forbidden): a reshard compares with this shard's own end instead, and a change made while the set was down may be lost; grant get on it",
+		d.log.Warn("shard: cannot read a Lease of the shard set (forbidden): a reshard compares with this shard's own end instead, and a change made while the set was down may be lost; grant get on it (dynwatch rbac grants get on every Lease of the namespace)",
 			"lease", ns+"/"+name, "err", err)
 	}
 	return l, err == nil

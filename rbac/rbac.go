@@ -126,10 +126,11 @@ type Output struct {
 	// Notes are written as comments at the top (see GlobNotes).
 	Notes []string
 	// Lease, with leader election, is the one Lease the replicas may get,
-	// create and update.
+	// create and update (with LeaseShards, the name of the shards' Leases).
 	Lease *ServiceAccount
 	// LeaseShards, when above 0, is shards.count: each shard elects on its
-	// own Lease, Lease.Name-INDEX.
+	// own Lease, Lease.Name-INDEX, which it may update, and may get any Lease
+	// of Lease.Namespace (see leaseRules).
 	LeaseShards int
 }
 

@@ -17,8 +17,8 @@ import (
 // Verify parses what WriteYAML printed and checks that it grants no more than
 // dynwatch needs: every rule of every role is list and watch on named
 // resources of named groups (no "*", no subresource, no resourceNames, no
-// URLs), or, in the leader-election Role, get and update on one named Lease
-// (with shards, the shards' Leases NAME-0 … NAME-(N-1)) and create on Leases; and every binding binds one of those roles. WriteYAML
+// URLs), but for the leader-election Role, whose rules are Lease rules only
+// (see verifyLeaseRules); and every binding binds one of those roles. WriteYAML
 // runs it on its own output before printing it.
 func Verify(out []byte) error {
 	dec := yaml.NewDecoder(bytes.NewReader(out))
@@ -50,8 +50,11 @@ func verifyDoc(doc map[string]any) error {
 		if err := strictJSON(raw, &r); err != nil {
 			return err
 		}
+		if r.Name == "dynwatch-leader-election" && doc["kind"] == "Role" {
+			return verifyLeaseRules(r.Rules)
+		}
 		for _, pr := range r.Rules {
-			if err := verifyRule(pr, r.Name == "dynwatch-leader-election" && doc["kind"] == "Role"); err != nil {
+			if err := verifyRule(pr); err != nil {
 				return err
 			}
 		}
@@ -79,17 +82,43 @@ func strictJSON(raw []byte, v any) error {
 	return d.Decode(v)
 }
 
-// verifyRule checks one policy rule: list and watch on named resources, or
-// (lease) one of the two leader-election rules.
-func verifyRule(pr rbacv1.PolicyRule, lease bool) error {
-	if lease && slices.Equal(pr.APIGroups, []string{"coordination.k8s.io"}) && slices.Equal(pr.Resources, []string{"leases"}) && len(pr.NonResourceURLs) == 0 {
+// verifyLeaseRules checks the leader-election Role's rules (leaseRules): each
+// is on coordination.k8s.io leases, no URLs, and one of
+//   - get and update on one named Lease, or on a shard set's (NAME-0 …
+//     NAME-(N-1));
+//   - update on a shard set's Leases;
+//   - get on every Lease of the namespace, only alongside update on a shard
+//     set's Leases (with shards, a shard reads the Leases of the set before a
+//     reshard, whose names the current count does not give);
+//   - create (which RBAC cannot limit to a name).
+//
+// Anything wider (update, list, watch, delete or patch on every Lease, get
+// on every Lease without shards, any other resource) is refused.
+func verifyLeaseRules(rules []rbacv1.PolicyRule) error {
+	shards, anyGet := false, false
+	for _, pr := range rules {
+		if !slices.Equal(pr.APIGroups, []string{"coordination.k8s.io"}) || !slices.Equal(pr.Resources, []string{"leases"}) || len(pr.NonResourceURLs) > 0 {
+			return fmt.Errorf("leader-election rule %+v is not on coordination.k8s.io leases", pr)
+		}
 		switch {
 		case slices.Equal(pr.Verbs, []string{"get", "update"}) && leaseNames(pr.ResourceNames):
-			return nil
+		case slices.Equal(pr.Verbs, []string{"update"}) && shardLeaseNames(pr.ResourceNames):
+			shards = true
+		case slices.Equal(pr.Verbs, []string{"get"}) && len(pr.ResourceNames) == 0:
+			anyGet = true
 		case slices.Equal(pr.Verbs, []string{"create"}) && len(pr.ResourceNames) == 0:
-			return nil
+		default:
+			return fmt.Errorf("leader-election rule %+v is not one of the Lease rules", pr)
 		}
 	}
+	if anyGet && !shards {
+		return errors.New("leader-election Role: get on every Lease without shards (no update on a shard set's Leases)")
+	}
+	return nil
+}
+
+// verifyRule checks one policy rule: list and watch on named resources.
+func verifyRule(pr rbacv1.PolicyRule) error {
 	if !slices.Equal(pr.Verbs, Verbs) {
 		return fmt.Errorf("verbs %v, want %v", pr.Verbs, Verbs)
 	}
@@ -121,12 +150,18 @@ func named(s string) bool {
 	return true
 }
 
-// leaseNames reports whether names is one Lease name, or a shard set's:
-// "B-0", "B-1", … "B-(N-1)", in order, for one name B.
+// leaseNames reports whether names is one Lease name, or a shard set's (see
+// shardLeaseNames).
 func leaseNames(names []string) bool {
-	if len(names) == 1 {
-		return named(names[0])
+	if len(names) == 1 && named(names[0]) {
+		return true
 	}
+	return shardLeaseNames(names)
+}
+
+// shardLeaseNames reports whether names is a shard set's Leases: "B-0",
+// "B-1", … "B-(N-1)", in order, for one name B.
+func shardLeaseNames(names []string) bool {
 	if len(names) == 0 {
 		return false
 	}

@@ -22,7 +22,8 @@ var crdRule = rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Res
 
 // WriteYAML writes the ServiceAccount, a ClusterRole for the cluster-wide
 // grants, a Role per namespace for the others, their bindings to it and, with
-// leader election, a Role on the one Lease. The ClusterRole also lets dynwatch
+// leader election, a Role on its Lease (with shards, on the shards' Leases;
+// see leaseRules). The ClusterRole also lets dynwatch
 // follow CRDs (see crdRule). Every document is an rbacv1 (or corev1) object
 // marshalled as YAML, so no name from the config is ever written as YAML
 // syntax; the comments are single lines. What it prints passes Verify, or it
@@ -53,14 +54,17 @@ func WriteYAML(w io.Writer, grants []Grant, out Output) error {
 		docs = append(docs, doc{obj: role(ns, "dynwatch", policyRules(byNS[ns]))}, doc{obj: binding(ns, "dynwatch", subject)})
 	}
 	if l := out.Lease; l != nil {
-		names, say := []string{l.Name}, "Leader election: the replicas share the Lease "+l.Namespace+"/"+l.Name+"."
+		say := []string{"Leader election: the replicas share the Lease " + l.Namespace + "/" + l.Name + "."}
 		if out.LeaseShards > 0 {
-			names = shardLeases(l.Name, out.LeaseShards)
-			say = fmt.Sprintf("Leader election: each shard's replicas share its Lease, %s/%s-0 to -%d.", l.Namespace, l.Name, out.LeaseShards-1)
+			say = []string{
+				fmt.Sprintf("Leader election: each shard's replicas share its Lease, %s/%s-0 to -%d, which they may update.", l.Namespace, l.Name, out.LeaseShards-1),
+				"They may get any Lease of " + l.Namespace + ": after a reshard a shard reads the Leases of the set before it,",
+				"those of shards past the count after a shrink, and " + l.Name + " after a start without shards.",
+			}
 		}
 		docs = append(docs,
-			doc{obj: role(l.Namespace, "dynwatch-leader-election", leaseRules(names)),
-				comments: []string{say}},
+			doc{obj: role(l.Namespace, "dynwatch-leader-election", leaseRules(l.Name, out.LeaseShards)),
+				comments: say},
 			doc{obj: binding(l.Namespace, "dynwatch-leader-election", subject)})
 	}
 	for i, d := range docs {
@@ -127,14 +131,24 @@ func binding(ns, name string, subjects []rbacv1.Subject) *rbacv1.RoleBinding {
 		RoleRef: roleRef("Role", name), Subjects: subjects}
 }
 
-// leaseRules are get and update on the Leases leader election uses (one, or
-// one a shard), by name; create cannot be limited to a name in RBAC, so it is its own rule (the
-// first replica creates the Lease).
-func leaseRules(names []string) []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: names, Verbs: []string{"get", "update"}},
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+// leaseRules are the leader-election Role's rules for the Lease name and,
+// above 0, shards.count. Without shards: get and update on the one Lease, by
+// name. With shards: update on the shard set's own Leases, name-0 to
+// name-(shards-1), by name, and get on every Lease of the namespace: after a
+// reshard a shard reads the other shards' Leases to learn when they stopped,
+// among them Leases the current count does not name (name-N and above, left by
+// a larger set before a shrink, and name, left by a set without shards). RBAC
+// cannot name "name-ANY INDEX", so that read is namespace-wide, get only (no
+// list or watch). Create cannot be limited to a name in RBAC either, so it is
+// its own rule (the first replica creates the Lease).
+func leaseRules(name string, shards int) []rbacv1.PolicyRule {
+	lease := func(verbs []string, names ...string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: names, Verbs: verbs}
 	}
+	if shards > 0 {
+		return []rbacv1.PolicyRule{lease([]string{"update"}, shardLeases(name, shards)...), lease([]string{"get"}), lease([]string{"create"})}
+	}
+	return []rbacv1.PolicyRule{lease([]string{"get", "update"}, name), lease([]string{"create"})}
 }
 
 // policyRules are one list-and-watch rule per API group, with its resources

@@ -52,8 +52,56 @@ func TestWriteYAMLRules(t *testing.T) {
 		!strings.Contains(b.String(), "for exact selectors as\n# for globs") {
 		t.Errorf("the CRD rule's reason is not printed:\n%s", b.String())
 	}
+	got := printedRules(b.String())
+	want := []string{
+		"ClusterRole  dynwatch apps deployments  list,watch",
+		"ClusterRole  dynwatch apiextensions.k8s.io customresourcedefinitions  list,watch",
+		"Role team-a dynwatch  configmaps,events  list,watch",
+		"Role ops dynwatch-leader-election coordination.k8s.io leases dw get,update",
+		"Role ops dynwatch-leader-election coordination.k8s.io leases  create",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rules:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// With shards, the replicas may update their set's Leases, by name, and get
+// any Lease of the namespace (after a reshard a shard reads the Leases of
+// the set before it: past the count after a shrink, or the one Lease of a set
+// without shards), and the output says why.
+func TestWriteYAMLShardLeaseRules(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	if err := WriteYAML(&b, nil, Output{SA: ServiceAccount{Namespace: "ops", Name: "w"}, Source: "c.yaml", Lease: &ServiceAccount{Namespace: "ops", Name: "dw"}, LeaseShards: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(b.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	for _, say := range []string{"# Leader election: each shard's replicas share its Lease, ops/dw-0 to -2, which they may update.\n",
+		"# They may get any Lease of ops: after a reshard a shard reads the Leases of the set before it,\n"} {
+		if !strings.Contains(b.String(), say) {
+			t.Errorf("the output lacks %q:\n%s", say, b.String())
+		}
+	}
+	got := printedRules(b.String())
+	want := []string{
+		"ClusterRole  dynwatch apiextensions.k8s.io customresourcedefinitions  list,watch",
+		"Role ops dynwatch-leader-election coordination.k8s.io leases dw-0,dw-1,dw-2 update",
+		"Role ops dynwatch-leader-election coordination.k8s.io leases  get",
+		"Role ops dynwatch-leader-election coordination.k8s.io leases  create",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rules:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// printedRules are the rules of the roles in WriteYAML's output, one line
+// each (kind, namespace, name, groups, resources, names, verbs), as an
+// independent YAML parse reads them.
+func printedRules(out string) []string {
 	var got []string
-	dec := yaml.NewDecoder(strings.NewReader(b.String()))
+	dec := yaml.NewDecoder(strings.NewReader(out))
 	for {
 		var doc struct {
 			Kind     string
@@ -73,14 +121,5 @@ func TestWriteYAMLRules(t *testing.T) {
 				strings.Join(r.ResourceNames, ","), strings.Join(r.Verbs, ",")}, " "))
 		}
 	}
-	want := []string{
-		"ClusterRole  dynwatch apps deployments  list,watch",
-		"ClusterRole  dynwatch apiextensions.k8s.io customresourcedefinitions  list,watch",
-		"Role team-a dynwatch  configmaps,events  list,watch",
-		"Role ops dynwatch-leader-election coordination.k8s.io leases dw get,update",
-		"Role ops dynwatch-leader-election coordination.k8s.io leases  create",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("rules:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	return got
 }

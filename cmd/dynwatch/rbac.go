@@ -15,7 +15,8 @@ func cmdRBAC(_ context.Context, e *env, args []string) int {
 		"Prints the least-privilege RBAC the config needs: the ServiceAccount; list and watch only, on exactly\n"+
 			"the resources it selects (a ClusterRole where a rule watches all namespaces or a cluster-scoped\n"+
 			"resource, a Role per namespace where rules name namespaces) and their bindings; with leaderElection,\n"+
-			"get/update on the one Lease. Without --cluster each selector must give group and resource exactly;\n"+
+			"get/update on the one Lease (with shards, update on each shard's and get on any Lease of its\n"+
+			"namespace). Without --cluster each selector must give group and resource exactly;\n"+
 			"with it, globs and kinds are resolved through discovery.")
 	var kf kubeFlags
 	kf.register(fs)
