@@ -12,11 +12,10 @@ import (
 
 // The annotations a holder with state writes on its Lease (with
 // leaderElection). After a reshard, an object that moved in to a shard is
-// compared with its old shard's mark for its scope: at a resourceVersion no
-// higher, it was delivered as it is; higher, it changed after that shard
-// stopped (watcher, reshard.go). A mark is exact where the times a shard
-// otherwise compares with are not: an update that only removes fields
-// moves no managedFields time.
+// compared with its old shard's mark for its scope: at a resourceVersion
+// higher, it changed after that shard recorded it, whatever its times say
+// (watcher, reshard.go): an update that only removes fields moves no
+// managedFields time.
 const (
 	// annMarks is this holder's file's marks (JSON of state.Store.Marks),
 	// once every resource is listed in this term, as of the last renewal
@@ -33,10 +32,11 @@ const (
 	// acting (a holder killed without releasing the Lease leaves those of
 	// the last read: lower, so more is replayed, nothing lost).
 	marksEvery = 30 * time.Second
-	// marksMax bounds the annotation (an object's annotations may hold
-	// 256 KiB in all): a file of more scopes publishes none, and its
-	// objects are compared by times after a reshard.
-	marksMax = 128 << 10
+	// marksMax bounds the annotation, which every renewal writes (an
+	// object's annotations may hold 256 KiB in all): a file of more scopes
+	// publishes none, and its objects are compared by times after a
+	// reshard.
+	marksMax = 64 << 10
 )
 
 // dressLease writes, on each write of this process's Lease, the marks it

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/dynwatch/dynwatch/state"
 )
@@ -89,3 +90,32 @@ func TestLeaseMarksAndListed(t *testing.T) {
 		t.Error("a shard of another spec takes the Lease's listing as of its own spec")
 	}
 }
+
+// A process without shards publishes its marks on its one Lease, and a
+// shard of a set that follows it reads them as shard 0's of count 1.
+func TestPlainLeaseMarks(t *testing.T) {
+	t.Parallel()
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	ns := fmt.Sprintf("plain-marks-%d", time.Now().UnixNano()%1000000)
+	if _, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	file := loadPlan(t, fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
+leaderElection: {namespace: %s, name: dw}
+actions: [{name: out, log: {}}]
+rules: [{name: cms, resources: [{group: "", resource: configmaps}], actions: [out]}]
+`, ns))
+	plain := &daemon{o: Options{File: file, Kube: kube}, log: shardDaemon(t, kube, ns, 1, 0).log}
+	marks := `{"/configmaps/":"7"}`
+	plain.marks.Store(&marks)
+	lock := plain.leaseLock(t.Context(), "plain")
+	now := metav1.NewTime(time.Now())
+	if err := lock.Create(t.Context(), resourcelock.LeaderElectionRecord{HolderIdentity: "plain", LeaseDurationSeconds: 15, AcquireTime: now, RenewTime: now}); err != nil {
+		t.Fatal(err)
+	}
+	_, got, ok := shardDaemon(t, kube, ns, 2, 1).peerPast(t.Context(), state.MovedFrom{Count: 1}, 0)
+	if !ok || !maps.Equal(got, map[string]string{"/configmaps/": "7"}) {
+		t.Errorf("a shard reads the marks of the set without shards as %v (%v)", got, ok)
+	}
+}
+

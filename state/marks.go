@@ -9,13 +9,13 @@ import (
 )
 
 // Marks returns, for each scope with a baseline and records, the highest
-// resourceVersion its records hold (decimal), by Scope.String(). The
-// watches of a scope deliver its events in resourceVersion order and each
-// record advances with its event's commit, so, once every scope is listed,
-// every change of an object of the scope up to its mark has been recorded
-// (or is queued on disk): a later shard that finds the object at a
-// resourceVersion no higher knows it has been delivered as it is. A scope
-// of a resource whose resourceVersions are not all decimal has none.
+// resourceVersion its records hold (decimal), by Scope.String(). Each record
+// advances with its event's commit, so, once every scope is listed,
+// an object of the scope found later at a resourceVersion above its mark
+// changed after this file recorded it. (Not the converse: a relist after a
+// watch gap hands its objects over in list order, so while one is handed
+// over a record may stand above a change not recorded yet.) A scope of a
+// resource whose resourceVersions are not all decimal has none.
 func (s *Store) Marks() (map[string]string, error) {
 	out := map[string]string{}
 	err := s.db.View(func(tx *bolt.Tx) error {

@@ -31,31 +31,29 @@ const (
 // movedIn decides what a moved-in object fires, given what its old owner
 // published: mark (marked false: none) is the highest resourceVersion it
 // recorded in the object's scope (state.Store.Marks), end when it last ran
-// (ok false: not known). With a mark the object's resourceVersion rv
-// decides: no higher, its old owner delivered it as it is; higher, it
-// changed after, whatever its times say (an update that only removes fields
-// moves no managedFields time). Without one, times decide: created and
-// modified are the API server's times, to the second; end is truncated to
-// the second, so that a change in the very second it stopped fires (a
+// (ok false: not known). Above the mark (rv), the object changed after its
+// old owner recorded it, whatever its times say (an update that only
+// removes fields moves no managedFields time; a change still queued in the
+// old owner's informer when it was killed has an older time than its
+// end). At or below it, or without a mark, times decide as well: created
+// and modified are the API server's times, to the second; end is truncated
+// to the second, so that a change in the very second it stopped fires (a
 // second time if it had seen it: at-least-once). A modified time not known
 // (an object without managedFields) counts as changed: nothing is lost for
 // want of it. Either way an object created at or after end is an add.
 func movedIn(created, modified, end time.Time, ok bool, rv string, mark uint64, marked bool) moved {
 	end = end.Truncate(time.Second)
-	if v, err := strconv.ParseUint(rv, 10, 64); marked && err == nil {
-		switch {
-		case v <= mark:
-			return movedNothing
-		case ok && !created.IsZero() && !created.Before(end):
+	added := ok && !created.IsZero() && !created.Before(end)
+	if v, err := strconv.ParseUint(rv, 10, 64); marked && err == nil && v > mark {
+		if added {
 			return movedAdd
 		}
 		return movedUpdate
 	}
-	if !ok {
-		return movedNothing
-	}
 	switch {
-	case !created.IsZero() && !created.Before(end):
+	case !ok:
+		return movedNothing
+	case added:
 		return movedAdd
 	case modified.IsZero() || !modified.Before(end):
 		return movedUpdate

@@ -118,3 +118,35 @@ func TestReshardKnown(t *testing.T) {
 		})
 	}
 }
+
+// A mark adds to what times tell, never takes from it: above the mark an
+// object changed (an add when created at or after the end), at or below it
+// the times decide as without one.
+func TestMovedInMarks(t *testing.T) {
+	t.Parallel()
+	end := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	before, after := end.Add(-time.Hour), end.Add(time.Minute)
+	for _, tt := range []struct {
+		name              string
+		created, modified time.Time
+		ok                bool
+		rv                string
+		mark              uint64
+		marked            bool
+		want              moved
+	}{
+		{"at the mark, times unchanged", before, before, true, "100", 100, true, movedNothing},
+		{"below the mark, changed by its times", before, after, true, "99", 100, true, movedUpdate},
+		{"above the mark, times unchanged (fields removed)", before, before, true, "101", 100, true, movedUpdate},
+		{"above the mark, created after the end", after, after, true, "101", 100, true, movedAdd},
+		{"above the mark, no end known", before, before, false, "101", 100, true, movedUpdate},
+		{"at the mark, no end known", before, before, false, "100", 100, true, movedNothing},
+		{"a resourceVersion not a number: times", before, before, true, "x", 100, true, movedNothing},
+		{"no mark: times", before, before, true, "101", 0, false, movedNothing},
+		{"compared as numbers", before, before, true, "1000", 999, true, movedUpdate},
+	} {
+		if got := movedIn(tt.created, tt.modified, end, tt.ok, tt.rv, tt.mark, tt.marked); got != tt.want {
+			t.Errorf("%s: movedIn = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
