@@ -118,4 +118,3 @@ rules: [{name: cms, resources: [{group: "", resource: configmaps}], actions: [ou
 		t.Errorf("a shard reads the marks of the set without shards as %v (%v)", got, ok)
 	}
 }
-
