@@ -1,0 +1,157 @@
+package daemon
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/dynwatch/dynwatch/dyninformer"
+	"github.com/dynwatch/dynwatch/state"
+)
+
+// movedSetUpAfter is movedSetUp with a hook run on the namespace before x
+// is created (an earlier era of the set).
+func movedSetUpAfter(t *testing.T, before func(kube kubernetes.Interface, ns string)) (kubernetes.Interface, *corev1.ConfigMap, string, *state.Store, *daemon) {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	ns := oldSetStopped(t, kube, 2, time.Now().Add(-time.Hour).Truncate(time.Second))
+	if before != nil {
+		before(kube, ns)
+	}
+	var x *corev1.ConfigMap
+	for i := 0; x == nil; i++ {
+		cm, err := kube.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid := string(cm.UID)
+		if dyninformer.NewShard(2, 1, false).Owns(uid, ns) && dyninformer.NewShard(3, 2, false).Owns(uid, ns) {
+			x = cm
+		}
+	}
+	res := state.Resource{Resource: "configmaps"}
+	old := openStore(t, filepath.Join(t.TempDir(), "s.db"))
+	t.Cleanup(func() { old.Close() })
+	if _, err := old.Reshard("1/2 by uid", func(string, string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	err := old.Update(func(tx *state.Tx) error {
+		if err := tx.Put(res, string(x.UID), &state.Record{Namespace: ns, Name: x.Name, ResourceVersion: x.ResourceVersion}); err != nil {
+			return err
+		}
+		return tx.SetBaseline(res.In(ns))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	informers, err := dyninformer.NewClient(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := shardDaemon(t, kube, ns, 3, 1)
+	one.o.Informers, one.o.Discovery = informers, discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	takeOver(t, one, "new-1")
+	return kube, x, ns, old, one
+}
+
+// The set ran with 3 shards, shrank to 2 (Lease dw-2 stays as its last
+// holder released it: count 3, listed 1, listed-rv of then), and now grows
+// back to 3. Shard 1 sets x aside (it moves to shard 2) and must wait for
+// the new shard 2 to list. But dw-2 already "shows the current spec with
+// listed=1 and a listed-rv": the era-1 Lease. Shard 1 does not wait, lists
+// its old share at that stale resourceVersion, from before x existed, finds
+// x "gone" and keeps its record: x, which exists and was never deleted, is
+// replayed as a delete.
+func TestReview2StaleListedLeaseOfEarlierSameSpecReplaysDeleteOfLiveObject(t *testing.T) {
+	t.Parallel()
+	kube, x, ns, old, one := movedSetUpAfter(t, func(kube kubernetes.Interface, ns string) {
+		era1 := shardDaemon(t, kube, ns, 3, 2)
+		takeOver(t, era1, "era1-2")
+		era1.joined()
+		renew(t, era1, "era1-2")
+		era1.listed()
+		renew(t, era1, "era1-2")
+		renew(t, era1, "era1-2")
+		if err := releaseLease(era1.join, "era1-2", 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	})
+	one.settleWait = 3 * time.Second
+	start := time.Now()
+	if err := one.shardState(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if _, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), x.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("x should still exist: %v", err)
+	}
+	if took < 3*time.Second {
+		t.Errorf("shard 1 settled after %s although the new shard 2 never started: it took the Lease left by the 3-shard set before the shrink as shard 2's listing", took)
+	}
+	if holds(old, string(x.UID)) {
+		t.Errorf("x exists and was never deleted, yet shard 1 kept its record as deleted: its delete replays (a delete that never happened)")
+	}
+}
+
+// The new shard 2 lists (x is in its list, so in its file, and its watch
+// from there delivers x's delete live); x is deleted after that list, before
+// the Lease write that first says listed=1 (that write is the next renewal
+// after the watcher's Synced callback, which itself comes only after every
+// informer listed). listed-rv is that write's resourceVersion: shard 1 lists
+// at it, finds x gone and keeps its record too. x's delete is delivered by
+// both shards.
+func TestReview2DeleteBetweenNewOwnerListAndListedWriteDeliveredTwice(t *testing.T) {
+	t.Parallel()
+	kube, x, ns, old, one := movedSetUpAfter(t, nil)
+	two := shardDaemon(t, kube, ns, 3, 2)
+	takeOver(t, two, "new-2")
+	s2 := openStore(t, filepath.Join(t.TempDir(), "s.db"))
+	t.Cleanup(func() { s2.Close() })
+	if err := two.shardState(t.Context(), s2); err != nil {
+		t.Fatal(err)
+	}
+	two.joined()
+	renew(t, two, "new-2")
+	// Shard 2's watcher lists its share: x is in the list; the listing
+	// records it (a moved-in object's baseline).
+	l, err := kube.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed bool
+	for _, cm := range l.Items {
+		listed = listed || cm.UID == x.UID
+	}
+	if !listed {
+		t.Fatal("x not in the list")
+	}
+	res := state.Resource{Resource: "configmaps"}
+	if err := s2.Update(func(tx *state.Tx) error {
+		if err := tx.Put(res, string(x.UID), &state.Record{Namespace: ns, Name: x.Name, ResourceVersion: x.ResourceVersion}); err != nil {
+			return err
+		}
+		return tx.SetBaseline(res.In(ns))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// x is deleted after shard 2's list (at l.ResourceVersion): shard 2's
+	// watch, which starts there, delivers it.
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), x.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	two.listed() // Synced
+	renew(t, two, "new-2")
+	renew(t, two, "new-2")
+	if err := one.shardState(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	if holds(s2, string(x.UID)) && holds(old, string(x.UID)) {
+		t.Errorf("x was in shard 2's list (rv %s) and deleted after it: shard 2 delivers the delete from its watch, and shard 1 kept x's record too (it listed at the later listed-rv): the delete is delivered twice", l.ResourceVersion)
+	}
+}
