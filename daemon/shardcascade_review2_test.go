@@ -1,0 +1,110 @@
+package daemon
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/dynwatch/dynwatch/dyninformer"
+	"github.com/dynwatch/dynwatch/state"
+)
+
+// oldFileWith is the file old shard index of 2 left, holding a record of cm.
+func oldFileWith(t *testing.T, index int, ns string, cm *corev1.ConfigMap) *state.Store {
+	t.Helper()
+	res := state.Resource{Resource: "configmaps"}
+	s := openStore(t, filepath.Join(t.TempDir(), "s.db"))
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Reshard(fmt.Sprintf("%d/2 by uid", index), func(string, string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(func(tx *state.Tx) error {
+		if err := tx.Put(res, string(cm.UID), &state.Record{Namespace: ns, Name: cm.Name, ResourceVersion: cm.ResourceVersion}); err != nil {
+			return err
+		}
+		return tx.SetBaseline(res.In(ns))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A 2 → 3 reshard, all with leaderElection: x0 moves from old shard 0 to new
+// shard 1, x1 from old shard 1 to new shard 2. Shards 0 and 1 start
+// together; shard 2's pod is late. Shard 1 waits for shard 2 (settleWait),
+// and only then lists and says so; shard 0 waits for shard 1 with the same
+// deadline, so it times out just as shard 1 stops waiting, and settles x0
+// with a list made "now", before shard 1 has listed although shard 1 was up
+// the whole time. x0, deleted after that but before shard 1 lists, is in no
+// file: its delete is lost. One late shard removes the protection from every
+// shard below it.
+func TestReview2LateShardCascadesWaitTimeoutDownTheChain(t *testing.T) {
+	t.Parallel()
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	ns := oldSetStopped(t, kube, 2, time.Now().Add(-time.Hour).Truncate(time.Second))
+	var x0, x1 *corev1.ConfigMap
+	for i := 0; x0 == nil || x1 == nil; i++ {
+		cm, err := kube.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid := string(cm.UID)
+		switch {
+		case x0 == nil && dyninformer.NewShard(2, 0, false).Owns(uid, ns) && dyninformer.NewShard(3, 1, false).Owns(uid, ns):
+			x0 = cm
+		case x1 == nil && dyninformer.NewShard(2, 1, false).Owns(uid, ns) && dyninformer.NewShard(3, 2, false).Owns(uid, ns):
+			x1 = cm
+		}
+	}
+	informers, err := dyninformer.NewClient(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	file0, file1 := oldFileWith(t, 0, ns, x0), oldFileWith(t, 1, ns, x1)
+	zero, one := shardDaemon(t, kube, ns, 3, 0), shardDaemon(t, kube, ns, 3, 1)
+	for _, d := range []*daemon{zero, one} {
+		d.o.Informers, d.o.Discovery = informers, disc
+		d.settleWait = 4 * time.Second
+	}
+	takeOver(t, zero, "new-0")
+	takeOver(t, one, "new-1")
+	settled0 := make(chan error, 1)
+	go func() { settled0 <- zero.shardState(t.Context(), file0) }()
+	// Shard 1: waits for shard 2 (never comes), then lists and says so.
+	if err := one.shardState(t.Context(), file1); err != nil {
+		t.Fatal(err)
+	}
+	one.joined()
+	renew(t, one, "new-1")
+	var s0Settled bool
+	select {
+	case err := <-settled0:
+		if err != nil {
+			t.Fatal(err)
+		}
+		s0Settled = true
+	case <-time.After(2 * time.Second):
+	}
+	// x0 is deleted now: shard 1 has not listed yet, so it never sees x0.
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), x0.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	one.listed()
+	renew(t, one, "new-1")
+	renew(t, one, "new-1")
+	if !s0Settled {
+		if err := <-settled0; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !holds(file0, string(x0.UID)) {
+		t.Errorf("shard 0 settled x0 (settled before shard 1 listed: %v) although shard 1 was running: x0, deleted before shard 1 listed, is in no file and its delete is lost", s0Settled)
+	}
+}
