@@ -150,7 +150,7 @@ func Run(ctx context.Context, o Options) error {
 func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	file := d.config()
 	d.opening.Store(true)
-	store, err := d.openState(file, lease)
+	store, err := d.openState(file, openContext(ctx, lease))
 	d.opening.Store(false)
 	if err != nil {
 		return err
@@ -220,6 +220,20 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 		return ErrFailed
 	}
 	return nil
+}
+
+// openContext is what openState may wait on: the Lease's context (nil
+// without leader election), ended too by a shutdown, so that a shutdown
+// while the state file is brought to this shard (a reshard's wait for the
+// other shards) stops at once; what is set aside stays for the next start.
+func openContext(shutdown, lease context.Context) context.Context {
+	if lease == nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(lease)
+	stop := context.AfterFunc(shutdown, cancel)
+	context.AfterFunc(ctx, func() { stop() })
+	return ctx
 }
 
 // watchEnd ends the watcher's run when the shutdown or the lease ends: a lost

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,7 +56,7 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 	}
 	lease := ctx
 	prev, index := parseSpec(from)
-	at, err := d.awaitListed(lease, prev, away)
+	at, err := d.awaitListed(lease, store, prev, away)
 	if err != nil {
 		return err
 	}
@@ -87,11 +88,18 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 
 // awaitListed waits, with leaderElection, until each shard of this spec
 // that a record set aside now belongs to says on its Lease that it has
-// listed (labelListed), polling for up to settleWait, and returns the
-// resourceVersion each gave (labelListedRV), by index. One that does not
-// say so in time is left out, saying so: its records are settled with lists
-// made now, and an object of them deleted before it lists is in no file.
-// The Lease's end ends the wait (errLeaseEnded: the records stay set aside).
+// listed (labelListed: in its holder's term, or, if it does not run,
+// after this shard's Lease was last written under the spec the records
+// were recorded under, listedAfter: a Lease left by an earlier set of this
+// spec says it listed long before), polling, and
+// returns the resourceVersion each gave (labelListedRV), by index. It waits
+// settleWait for a shard that is not running, and as long as one runs (its
+// Lease held and renewed: it may be waiting itself, for a shard above it),
+// up to settleWait for each shard of the set. One that does not say so in
+// time is left out, saying so: its records are settled with lists made now,
+// and an object of them deleted before it lists is in no file. The end of
+// ctx (the Lease's, or a shutdown) ends the wait (errLeaseEnded: the
+// records stay set aside).
 //
 // A shard waits only for shards of higher index than its own when the set
 // grows (or keeps its count: by changed), of lower when it shrinks, so that
@@ -99,7 +107,7 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 // count changes, every object that moves does so that way (the ranges
 // split the hash space in order); when by changes, those that move the
 // other way are settled with lists made now.
-func (d *daemon) awaitListed(lease context.Context, prev state.MovedFrom, away map[state.Resource][]state.MovedAway) (map[int]string, error) {
+func (d *daemon) awaitListed(ctx context.Context, store *state.Store, prev state.MovedFrom, away map[state.Resource][]state.MovedAway) (map[int]string, error) {
 	if d.o.File.Config.LeaderElection == nil || d.o.Kube == nil {
 		return nil, nil
 	}
@@ -114,41 +122,82 @@ func (d *daemon) awaitListed(lease context.Context, prev state.MovedFrom, away m
 	if len(owners) == 0 {
 		return nil, nil
 	}
+	after, err := d.listedAfter(store)
+	if err != nil {
+		return nil, err
+	}
 	wait := d.settleWait
 	if wait == 0 {
 		wait = settleWait
 	}
-	deadline := time.Now().Add(wait)
+	start := time.Now()
+	longest := start.Add(wait * time.Duration(d.shard.Count))
+	deadline := map[int]time.Time{}
 	at := map[int]string{}
 	for said := false; ; said = true {
 		var waiting []int
+		now := time.Now()
 		for k := range owners {
 			if _, ok := at[k]; ok {
 				continue
 			}
-			if rv, ok := d.listedAt(lease, k); ok {
+			rv, ok, running := d.listedAt(ctx, k, after)
+			switch {
+			case ok:
 				at[k] = rv
-			} else {
+				continue
+			case running:
+				deadline[k] = now.Add(wait) // it renews: wait on
+			case deadline[k].IsZero():
+				deadline[k] = start.Add(wait)
+			}
+			if now.Before(deadline[k]) && now.Before(longest) {
 				waiting = append(waiting, k)
 			}
 		}
 		slices.Sort(waiting)
-		switch {
-		case len(waiting) == 0:
+		if len(waiting) == 0 {
+			var late []int
+			for k := range owners {
+				if _, ok := at[k]; !ok {
+					late = append(late, k)
+				}
+			}
+			if len(late) > 0 {
+				slices.Sort(late)
+				d.log.Warn("state: these shards did not say they listed in time; the objects that moved to them are settled as they are now, and one deleted before its shard lists is not delivered as deleted",
+					"shards", late, "waited", time.Since(start).Round(time.Second).String())
+			}
 			return at, nil
-		case time.Now().After(deadline):
-			d.log.Warn("state: these shards did not say they listed in time; the objects that moved to them are settled as they are now, and one deleted before its shard lists is not delivered as deleted",
-				"shards", waiting, "waited", wait.String())
-			return at, nil
-		case !said:
+		}
+		if !said {
 			d.log.Info("state: waiting for the shards that objects moved to to list, so that an object deleted meanwhile is delivered as deleted", "shards", waiting, "atMost", wait.String())
 		}
 		select {
-		case <-lease.Done():
+		case <-ctx.Done():
 			return nil, fmt.Errorf("wait for the shards that objects moved to: %w", errLeaseEnded)
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// listedAfter is the resourceVersion after which a new shard's listing
+// counts for the records set aside: that of this shard's Lease as it was
+// before this process wrote it (its holder under the spec the records were
+// recorded under wrote it last), kept in the file the first time (a process
+// killed while it settles sees its own Lease at its next start). "": any.
+func (d *daemon) listedAfter(store *state.Store) (string, error) {
+	if rv, ok := store.ListedAfter(); ok {
+		return rv, nil
+	}
+	var rv string
+	if d.ownLease != nil {
+		rv = d.ownLease.ResourceVersion
+	}
+	if err := store.SetListedAfter(rv); err != nil {
+		return "", fmt.Errorf("keep the records set aside: %w", err)
+	}
+	return rv, nil
 }
 
 // waitsFor reports whether shard index of count, resharded from prevCount,
@@ -172,17 +221,36 @@ func (d *daemon) ownerNow(r state.MovedAway) int {
 }
 
 // listedAt is the resourceVersion shard k of this spec listed by, as its
-// Lease says; ok is false when it does not say it listed under this spec.
-func (d *daemon) listedAt(ctx context.Context, k int) (string, bool) {
-	l, ok := d.lease(ctx, d.leaseOf(k))
-	if !ok {
-		return "", false
+// Lease says; ok is false when it does not say it listed under this spec,
+// in its holder's term if its Lease is held and not expired (running: a
+// holder says it has not listed from its takeover on), else after after (a
+// resourceVersion; "": any): a Lease left by an earlier set of this spec
+// says it listed then.
+func (d *daemon) listedAt(ctx context.Context, k int, after string) (rv string, ok, running bool) {
+	l, found := d.lease(ctx, d.leaseOf(k))
+	if !found {
+		return "", false, false
 	}
+	running = l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil &&
+		time.Since(l.Spec.RenewTime.Time) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
 	s, shows := leaseSpec(l.Labels, labelShardCount, labelShardBy)
-	if !shows || !sameSpec(s, d.specNow()) || l.Labels[labelListed] != "1" || l.Labels[labelListedRV] == "" {
-		return "", false
+	rv = l.Labels[labelListedRV]
+	if !shows || !sameSpec(s, d.specNow()) || l.Labels[labelListed] != "1" || rv == "" || (!running && !laterRV(rv, after)) {
+		return "", false, running
 	}
-	return l.Labels[labelListedRV], true
+	return rv, true, running
+}
+
+// laterRV reports whether resourceVersion rv is later than after ("":
+// any); resourceVersions that are not numbers cannot be compared, and are
+// not.
+func laterRV(rv, after string) bool {
+	if after == "" {
+		return true
+	}
+	a, err1 := strconv.ParseUint(after, 10, 64)
+	r, err2 := strconv.ParseUint(rv, 10, 64)
+	return err1 == nil && err2 == nil && r > a
 }
 
 // clusterClient is a cluster's clients (or why there are none), as

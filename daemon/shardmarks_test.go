@@ -83,11 +83,23 @@ func TestLeaseMarksAndListed(t *testing.T) {
 	}
 	renew(t, again, "new-0b")
 	renew(t, again, "new-0b")
-	if rv, ok := reader.listedAt(t.Context(), 0); !ok || rv != said.ResourceVersion {
+	if rv, ok, _ := reader.listedAt(t.Context(), 0, ""); !ok || rv != said.ResourceVersion {
 		t.Errorf("listedAt = %q, %v; want the resourceVersion of the write that first said so, %s", rv, ok, said.ResourceVersion)
 	}
-	if _, ok := shardDaemon(t, kube, ns, 4, 1).listedAt(t.Context(), 0); ok {
+	if _, ok, _ := shardDaemon(t, kube, ns, 4, 1).listedAt(t.Context(), 0, ""); ok {
 		t.Error("a shard of another spec takes the Lease's listing as of its own spec")
+	}
+	if _, ok, running := reader.listedAt(t.Context(), 0, said.ResourceVersion); !ok || !running {
+		t.Errorf("the listing of a holder that runs not taken (%v, running %v)", ok, running)
+	}
+	if err := releaseLease(again.join, "new-0b", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, running := reader.listedAt(t.Context(), 0, said.ResourceVersion); ok || running {
+		t.Errorf("a released Lease's listing at %s taken as later than itself (%v), or its holder as running (%v)", said.ResourceVersion, ok, running)
+	}
+	if _, ok, _ := reader.listedAt(t.Context(), 0, "1"); !ok {
+		t.Error("a released Lease's listing after the resourceVersion given not taken")
 	}
 }
 

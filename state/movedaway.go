@@ -123,3 +123,36 @@ func dropMovedAway(tx *bolt.Tx) error {
 	}
 	return tx.DeleteBucket(bucketMovedAway)
 }
+
+// keyListedAfter, in bucketMovedAway, is the resourceVersion after which a
+// new shard's listing counts for the records set aside (SetListedAfter).
+var keyListedAfter = []byte("listedAfter")
+
+// ListedAfter returns what SetListedAfter kept for the records set aside;
+// ok is false when nothing is (none set aside, or not noted yet).
+func (s *Store) ListedAfter() (rv string, ok bool) {
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		if away := tx.Bucket(bucketMovedAway); away != nil {
+			if v := away.Get(keyListedAfter); v != nil {
+				rv, ok = string(v), true
+			}
+		}
+		return nil
+	})
+	return rv, ok
+}
+
+// SetListedAfter keeps, with the records set aside, the resourceVersion
+// after which a new shard's listing counts for them (the daemon's: its
+// Lease's under the spec they were recorded under), so that a process
+// killed while it settles them judges the same at its next start. It does
+// nothing when no record is set aside.
+func (s *Store) SetListedAfter(rv string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		away := tx.Bucket(bucketMovedAway)
+		if away == nil {
+			return nil
+		}
+		return away.Put(keyListedAfter, []byte(rv))
+	})
+}
