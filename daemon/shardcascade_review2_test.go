@@ -44,7 +44,7 @@ func oldFileWith(t *testing.T, index int, ns string, cm *corev1.ConfigMap) *stat
 // the whole time. x0, deleted after that but before shard 1 lists, is in no
 // file: its delete is lost. One late shard removes the protection from every
 // shard below it.
-func TestReview2LateShardCascadesWaitTimeoutDownTheChain(t *testing.T) {
+func TestSettleWaitsWhileTheShardItWaitsForRuns(t *testing.T) {
 	t.Parallel()
 	kube := kubernetes.NewForConfigOrDie(env.Config)
 	ns := oldSetStopped(t, kube, 2, time.Now().Add(-time.Hour).Truncate(time.Second))

@@ -81,7 +81,7 @@ func movedSetUpAfter(t *testing.T, before func(kube kubernetes.Interface, ns str
 // its old share at that stale resourceVersion, from before x existed, finds
 // x "gone" and keeps its record: x, which exists and was never deleted, is
 // replayed as a delete.
-func TestReview2StaleListedLeaseOfEarlierSameSpecReplaysDeleteOfLiveObject(t *testing.T) {
+func TestSettleIgnoresAStaleListedLeaseOfAnEarlierSet(t *testing.T) {
 	t.Parallel()
 	kube, x, ns, old, one := movedSetUpAfter(t, func(kube kubernetes.Interface, ns string) {
 		era1 := shardDaemon(t, kube, ns, 3, 2)

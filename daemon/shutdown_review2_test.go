@@ -26,7 +26,7 @@ import (
 // the Lease only once acting returned (stopOnShutdown waits for done): the
 // shutdown is ignored for the whole wait (settleWait, 3 minutes by default;
 // Kubernetes kills the pod after terminationGracePeriodSeconds, 30 s).
-func TestReview2ShutdownDuringSettleWaitIsIgnored(t *testing.T) {
+func TestShutdownEndsTheSettleWait(t *testing.T) {
 	t.Parallel()
 	kube := kubernetes.NewForConfigOrDie(env.Config)
 	ns := oldSetStopped(t, kube, 2, time.Now().Add(-time.Hour).Truncate(time.Second))

@@ -56,3 +56,46 @@ func TestMovedAwaySettled(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// What SetListedAfter keeps stays with the records set aside, and goes
+// with them; without any set aside nothing is kept.
+func TestListedAfter(t *testing.T) {
+	t.Parallel()
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.SetListedAfter("5"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.ListedAfter(); ok {
+		t.Error("kept with nothing set aside")
+	}
+	res := Resource{Resource: "configmaps"}
+	_ = s.Update(func(tx *Tx) error { return tx.Put(res, "u1", &Record{Namespace: "a", Name: "x", ResourceVersion: "1"}) })
+	if _, err := s.Reshard("0/2 by uid", func(string, string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reshard("0/3 by uid", func(string, string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if _, away, _ := s.MovedAway(); len(away[res]) != 1 {
+		t.Fatalf("set aside: %v", away)
+	}
+	if err := s.SetListedAfter("42"); err != nil {
+		t.Fatal(err)
+	}
+	if rv, ok := s.ListedAfter(); !ok || rv != "42" {
+		t.Errorf("ListedAfter = %q, %v", rv, ok)
+	}
+	if _, away, _ := s.MovedAway(); len(away) != 1 {
+		t.Errorf("the note taken for a resource: %v", away)
+	}
+	if err := s.DropMovedAway(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.ListedAfter(); ok {
+		t.Error("kept after the records set aside went")
+	}
+}
