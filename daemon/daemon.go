@@ -95,6 +95,8 @@ type daemon struct {
 	marks        atomic.Pointer[string]
 	prevMarks    string
 	marksTooMany bool
+	// listedScopes is this term's watches' first lists (annListed).
+	listedScopes atomic.Pointer[string]
 	// settleWait, when set (by tests), is awaitListed's bound instead of
 	// settleWait.
 	settleWait time.Duration
@@ -161,10 +163,14 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	synced := memory.DuringSync(d.log)
 	defer synced()
 	d.marks.Store(nil) // this term's file publishes its marks once listed
+	d.listedScopes.Store(nil)
 	listedCh := make(chan struct{})
 	var listedOnce sync.Once
 	listed := func() { // the Lease says so (settleMovedAway), and its marks
 		synced()
+		if w := d.current.Load(); w != nil && d.o.File.Config.Shards != nil {
+			d.noteListedScopes(w.Listed())
+		}
 		d.listed()
 		listedOnce.Do(func() { close(listedCh) })
 	}

@@ -107,7 +107,7 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 // count changes, every object that moves does so that way (the ranges
 // split the hash space in order); when by changes, those that move the
 // other way are settled with lists made now.
-func (d *daemon) awaitListed(ctx context.Context, store *state.Store, prev state.MovedFrom, away map[state.Resource][]state.MovedAway) (map[int]string, error) {
+func (d *daemon) awaitListed(ctx context.Context, store *state.Store, prev state.MovedFrom, away map[state.Resource][]state.MovedAway) (map[int]listing, error) {
 	if d.o.File.Config.LeaderElection == nil || d.o.Kube == nil {
 		return nil, nil
 	}
@@ -133,7 +133,7 @@ func (d *daemon) awaitListed(ctx context.Context, store *state.Store, prev state
 	start := time.Now()
 	longest := start.Add(wait * time.Duration(d.shard.Count))
 	deadline := map[int]time.Time{}
-	at := map[int]string{}
+	at := map[int]listing{}
 	for said := false; ; said = true {
 		var waiting []int
 		now := time.Now()
@@ -141,10 +141,10 @@ func (d *daemon) awaitListed(ctx context.Context, store *state.Store, prev state
 			if _, ok := at[k]; ok {
 				continue
 			}
-			rv, ok, running := d.listedAt(ctx, k, after)
+			l, ok, running := d.listedAt(ctx, k, after)
 			switch {
 			case ok:
-				at[k] = rv
+				at[k] = l
 				continue
 			case running:
 				deadline[k] = now.Add(wait) // it renews: wait on
@@ -220,25 +220,51 @@ func (d *daemon) ownerNow(r state.MovedAway) int {
 	return 0
 }
 
-// listedAt is the resourceVersion shard k of this spec listed by, as its
-// Lease says; ok is false when it does not say it listed under this spec,
-// in its holder's term if its Lease is held and not expired (running: a
-// holder says it has not listed from its takeover on), else after after (a
-// resourceVersion; "": any): a Lease left by an earlier set of this spec
-// says it listed then.
-func (d *daemon) listedAt(ctx context.Context, k int, after string) (rv string, ok, running bool) {
+// listing is what a shard's Lease says of its listing in its holder's
+// term: the resourceVersion of the Lease write that first said it listed
+// (labelListedRV, later than all its lists, in the cluster the Leases live
+// in), and each watch's first list's, by scope (annListed).
+type listing struct {
+	rv     string
+	scopes map[string]string
+}
+
+// at is the resourceVersion at which a list of res's objects in namespace
+// ns holds what the shard's list of them held: its watch's of the scope
+// that covers ns, else, in the cluster the Leases live in, the Lease
+// write's (an object deleted between the shard's list and that write is
+// then delivered as deleted twice). "": none known (list now).
+func (l listing) at(res state.Resource, ns string) string {
+	for _, s := range []state.Scope{res.In(ns), res.In("")} {
+		if rv, ok := l.scopes[s.String()]; ok {
+			return rv
+		}
+	}
+	if res.Cluster == "" {
+		return l.rv
+	}
+	return ""
+}
+
+// listedAt is how shard k of this spec listed, as its Lease says; ok is
+// false when it does not say it listed under this spec, in its holder's
+// term if its Lease is held and not expired (running: a holder says it has
+// not listed from its takeover on), else after after (a resourceVersion;
+// "": any): a Lease left by an earlier set of this spec says it listed
+// then.
+func (d *daemon) listedAt(ctx context.Context, k int, after string) (at listing, ok, running bool) {
 	l, found := d.lease(ctx, d.leaseOf(k))
 	if !found {
-		return "", false, false
+		return listing{}, false, false
 	}
 	running = l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil &&
 		time.Since(l.Spec.RenewTime.Time) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
 	s, shows := leaseSpec(l.Labels, labelShardCount, labelShardBy)
-	rv = l.Labels[labelListedRV]
+	rv := l.Labels[labelListedRV]
 	if !shows || !sameSpec(s, d.specNow()) || l.Labels[labelListed] != "1" || rv == "" || (!running && !laterRV(rv, after)) {
-		return "", false, running
+		return listing{}, false, running
 	}
-	return rv, true, running
+	return listing{rv: rv, scopes: parseMarks(l.Annotations[annListed])}, true, running
 }
 
 // laterRV reports whether resourceVersion rv is later than after ("":
@@ -265,7 +291,7 @@ type clusterClient struct {
 // keeps each cluster's clients for the next resource of the same cluster.
 // at is awaitListed's: it counts for the cluster the Leases live in only
 // (a named cluster's resourceVersions are its own).
-func (d *daemon) goneIn(ctx context.Context, old dyninformer.Shard, clients map[string]clusterClient, store *state.Store, res state.Resource, recs []state.MovedAway, at map[int]string) ([]string, error) {
+func (d *daemon) goneIn(ctx context.Context, old dyninformer.Shard, clients map[string]clusterClient, store *state.Store, res state.Resource, recs []state.MovedAway, at map[int]listing) ([]string, error) {
 	c, ok := clients[res.Cluster]
 	if !ok {
 		client, disc, err := d.clusterClients(res.Cluster)
@@ -277,9 +303,6 @@ func (d *daemon) goneIn(ctx context.Context, old dyninformer.Shard, clients map[
 	}
 	if c.err != nil {
 		return nil, c.err
-	}
-	if res.Cluster != "" {
-		at = nil
 	}
 	return d.gone(ctx, c.client, c.disc, store, res, recs, at)
 }
@@ -312,7 +335,7 @@ func (d *daemon) clusterClients(name string) (*dyninformer.Client, k8sdiscovery.
 // resourceVersion for are looked for as the objects were then; the others
 // (and those, when the API server no longer has that resourceVersion) as
 // they are now.
-func (d *daemon) gone(ctx context.Context, client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface, store *state.Store, res state.Resource, recs []state.MovedAway, at map[int]string) ([]string, error) {
+func (d *daemon) gone(ctx context.Context, client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface, store *state.Store, res state.Resource, recs []state.MovedAway, at map[int]listing) ([]string, error) {
 	gvr, err := preferred(disc, res)
 	if err != nil {
 		return nil, err
@@ -323,7 +346,7 @@ func (d *daemon) gone(ctx context.Context, client *dyninformer.Client, disc k8sd
 	}
 	byRV := map[string][]state.MovedAway{} // "": now
 	for _, r := range recs {
-		rv := at[d.ownerNow(r)]
+		rv := at[d.ownerNow(r)].at(res, r.Namespace)
 		byRV[rv] = append(byRV[rv], r)
 	}
 	var gone []string

@@ -25,6 +25,11 @@ const (
 	// published (annMarks), kept by the holder that took the Lease over
 	// under another spec, as labelPrevEnded keeps when it stopped.
 	annPrevMarks = "dynwatch.io/prev-marks"
+	// annListed is, with shards, once the holder has listed in this term
+	// (labelListed), the resourceVersion of each watch's first list, by
+	// scope (JSON of watcher.Watcher.Listed): a shard settling records set
+	// aside lists as things were then, scope by scope (settleMovedAway).
+	annListed = "dynwatch.io/listed"
 )
 
 const (
@@ -58,6 +63,23 @@ func (d *daemon) dressLease(l *coordinationv1.Lease) {
 	} else {
 		delete(l.Annotations, annPrevMarks)
 	}
+	if v := d.listedScopes.Load(); v != nil {
+		l.Annotations[annListed] = *v
+	} else {
+		delete(l.Annotations, annListed)
+	}
+}
+
+// noteListedScopes keeps each watch's first list's resourceVersion for the
+// Lease's next write (annListed), unless there are too many to publish.
+func (d *daemon) noteListedScopes(listed map[string]string) {
+	b, err := json.Marshal(listed)
+	if err != nil || len(b) > marksMax {
+		d.listedScopes.Store(nil)
+		return
+	}
+	v := string(b)
+	d.listedScopes.Store(&v)
 }
 
 // prevMarksOf is what the holder of Lease l (as read before this process

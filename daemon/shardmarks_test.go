@@ -83,8 +83,8 @@ func TestLeaseMarksAndListed(t *testing.T) {
 	}
 	renew(t, again, "new-0b")
 	renew(t, again, "new-0b")
-	if rv, ok, _ := reader.listedAt(t.Context(), 0, ""); !ok || rv != said.ResourceVersion {
-		t.Errorf("listedAt = %q, %v; want the resourceVersion of the write that first said so, %s", rv, ok, said.ResourceVersion)
+	if l, ok, _ := reader.listedAt(t.Context(), 0, ""); !ok || l.rv != said.ResourceVersion {
+		t.Errorf("listedAt = %q, %v; want the resourceVersion of the write that first said so, %s", l.rv, ok, said.ResourceVersion)
 	}
 	if _, ok, _ := shardDaemon(t, kube, ns, 4, 1).listedAt(t.Context(), 0, ""); ok {
 		t.Error("a shard of another spec takes the Lease's listing as of its own spec")

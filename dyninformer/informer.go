@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tidwall/gjson"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -39,6 +40,22 @@ type entry struct {
 	watchErr error
 	// seen is when the watch last delivered an event or a bookmark (Unix ns).
 	seen atomic.Int64
+	// listed is the resourceVersion of the informer's first list (paged, or
+	// a watch-list's snapshot: its initial-events-end bookmark's).
+	listed atomic.Pointer[string]
+}
+
+// noteListed notes rv as the informer's first list's, once.
+func (e *entry) noteListed(rv string) {
+	if rv != "" {
+		e.listed.CompareAndSwap(nil, &rv)
+	}
+}
+
+// initialEventsEnd reports whether a bookmark ends a watch-list's initial
+// events.
+func initialEventsEnd(o *Object) bool {
+	return gjson.GetBytes(o.raw, `metadata.annotations.k8s\.io/initial-events-end`).Str == "true"
 }
 
 func (m *Manager) newEntry(w Watch) *entry {
@@ -46,7 +63,14 @@ func (m *Manager) newEntry(w Watch) *entry {
 	e := &entry{watch: w}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return m.client.List(ctx, k.GVR, w.Namespace, paged(opts))
+			l, err := m.client.List(ctx, k.GVR, w.Namespace, paged(opts))
+			if err != nil {
+				return nil, err
+			}
+			if opts.Continue == "" { // a list's first page: its snapshot's resourceVersion
+				e.noteListed(l.ResourceVersion)
+			}
+			return l, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.AllowWatchBookmarks = true
@@ -56,7 +80,15 @@ func (m *Manager) newEntry(w Watch) *entry {
 			}
 			m.watchRecovered(e)
 			// Every event and bookmark tells that the watch is alive (/readyz).
-			return newTouchWatch(wi, func() { e.seen.Store(m.now().UnixNano()) }), nil
+			initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+			return newTouchWatch(wi, func(ev watch.Event) {
+				e.seen.Store(m.now().UnixNano())
+				if initial && ev.Type == watch.Bookmark {
+					if o, ok := ev.Object.(*Object); ok && initialEventsEnd(o) { // a watch-list's snapshot
+						e.noteListed(o.GetResourceVersion())
+					}
+				}
+			}), nil
 		},
 	}
 	// The client streams the initial list as watch events when client-go's

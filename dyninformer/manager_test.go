@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -103,6 +104,14 @@ func TestInformerLifecycle(t *testing.T) {
 		checkObject(t, ev.Object)
 	}
 	checkListMode(t, reqs.list(), ns)
+	// Its first list's resourceVersion (the snapshot a watch-list streamed,
+	// or a paged list's) is at or above every object listed.
+	listed := listedOf(t, m)
+	for _, ev := range evs {
+		if rvNum(t, ev.ResourceVersion) > listed {
+			t.Errorf("%s listed at %d, above the list's %d", ev.Name, rvNum(t, ev.ResourceVersion), listed)
+		}
+	}
 
 	b, err := d.Resource(cmGVR).Namespace(ns).Get(t.Context(), "b", metav1.GetOptions{})
 	if err != nil {
@@ -125,6 +134,9 @@ func TestInformerLifecycle(t *testing.T) {
 	}
 	checkObject(t, upd.Object)
 	checkObject(t, upd.OldObject)
+	if now := listedOf(t, m); now != listed || rvNum(t, upd.ResourceVersion) <= listed {
+		t.Errorf("after an update at %s the first list's resourceVersion is %d (was %d)", upd.ResourceVersion, now, listed)
+	}
 
 	// Resyncs (every 200ms here) hand the cache over again: no events. Wait
 	// until both objects left have been handed over again twice since.
@@ -227,4 +239,23 @@ func checkListMode(t *testing.T, urls []string, ns string) {
 			}
 		}
 	}
+}
+
+// listedOf is the one watch's Status.Listed, as a number.
+func listedOf(t *testing.T, m *Manager) uint64 {
+	t.Helper()
+	st := m.Statuses()
+	if len(st) != 1 {
+		t.Fatalf("%d watches", len(st))
+	}
+	return rvNum(t, st[0].Listed)
+}
+
+func rvNum(t *testing.T, rv string) uint64 {
+	t.Helper()
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q: %v", rv, err)
+	}
+	return n
 }

@@ -54,6 +54,9 @@ type Status struct {
 	LastEvent time.Time
 	// Objects is how many objects its cache holds now.
 	Objects int
+	// Listed is the resourceVersion of its informer's first list (the
+	// snapshot a watch-list streamed, or a paged list's); "" before.
+	Listed string
 }
 
 // Statuses returns the health of every watch, sorted by key.
@@ -64,6 +67,9 @@ func (m *Manager) Statuses() []Status {
 		st := Status{Key: k, Synced: e.handled != nil && e.handled.HasSynced(), Objects: len(e.informer.GetStore().ListKeys())}
 		if ns := e.seen.Load(); ns > 0 {
 			st.LastEvent = time.Unix(0, ns)
+		}
+		if rv := e.listed.Load(); rv != nil {
+			st.Listed = *rv
 		}
 		if !st.Synced {
 			e.mu.Lock()

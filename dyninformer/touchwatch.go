@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// touchWatch passes a watch's events on and calls touch on each (bookmarks
+// touchWatch passes a watch's events on and calls touch with each (bookmarks
 // included). Unlike watch.Filter, its goroutine ends when Stop is called even
 // if nobody reads any more, so that stopped informers leave nothing behind.
 type touchWatch struct {
@@ -14,10 +14,10 @@ type touchWatch struct {
 	out   chan watch.Event
 	done  chan struct{}
 	once  sync.Once
-	touch func()
+	touch func(watch.Event)
 }
 
-func newTouchWatch(in watch.Interface, touch func()) *touchWatch {
+func newTouchWatch(in watch.Interface, touch func(watch.Event)) *touchWatch {
 	t := &touchWatch{in: in, out: make(chan watch.Event), done: make(chan struct{}), touch: touch}
 	go t.loop()
 	return t
@@ -42,7 +42,7 @@ func (t *touchWatch) loop() {
 			if !ok {
 				return
 			}
-			t.touch()
+			t.touch(ev)
 			select {
 			case t.out <- ev:
 			case <-t.done:

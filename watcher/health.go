@@ -166,3 +166,17 @@ func (w *Watcher) Synced() bool {
 	}
 	return true
 }
+
+// Listed returns, for each watch that has listed, the resourceVersion of
+// its first list, by the state scope it lists (state.Scope.String): a list
+// at it holds what that watch's list held (with clusters, in the watch's
+// cluster).
+func (w *Watcher) Listed() map[string]string {
+	out := map[string]string{}
+	for _, st := range w.Statuses() {
+		if st.Synced && st.Listed != "" {
+			out[watchScope(st.Key).String()] = st.Listed
+		}
+	}
+	return out
+}
