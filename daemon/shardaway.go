@@ -94,8 +94,11 @@ func (d *daemon) settleMovedAway(ctx context.Context, store *state.Store) error 
 // spec says it listed long before), polling, and
 // returns the resourceVersion each gave (labelListedRV), by index. It waits
 // settleWait for a shard that is not running, and as long as one runs (its
-// Lease held and renewed: it may be waiting itself, for a shard above it),
-// up to settleWait for each shard of the set. One that does not say so in
+// Lease held and renewed: it may be waiting itself, for a shard above it;
+// waits down a chain of shards run side by side, so the chain takes about
+// the one settleWait of its last shard, and its lists), up to twice
+// settleWait in all (one that runs and never lists: a cluster it cannot
+// reach, which keeps its watcher from saying it listed). One that does not say so in
 // time is left out, saying so: its records are settled with lists made now,
 // and an object of them deleted before it lists is in no file. The end of
 // ctx (the Lease's, or a shutdown) ends the wait (errLeaseEnded: the
@@ -131,7 +134,7 @@ func (d *daemon) awaitListed(ctx context.Context, store *state.Store, prev state
 		wait = settleWait
 	}
 	start := time.Now()
-	longest := start.Add(wait * time.Duration(d.shard.Count))
+	longest := start.Add(2 * wait)
 	deadline := map[int]time.Time{}
 	at := map[int]listing{}
 	for said := false; ; said = true {
