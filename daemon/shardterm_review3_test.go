@@ -60,7 +60,7 @@ func TestMovedAwayDeletedWhileNewOwnerListsNotTwiceInItsNextTerm(t *testing.T) {
 	if err := releaseLease(two.join, "new-2", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	renew(t, two, "new-2") // the takeover (elect's, before act)
+	renew(t, two, "new-2")      // the takeover (elect's, before act)
 	two.listedScopes.Store(nil) // act starts
 	renew(t, two, "new-2")      // a renewal before this term has listed
 	got, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), "dw-2", metav1.GetOptions{})
