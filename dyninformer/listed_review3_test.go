@@ -1,0 +1,164 @@
+package dyninformer
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testenv"
+)
+
+// expiringPagesProxy stands between an informer and the real API server.
+// It refuses watch-lists (so that the informer lists in pages), makes the
+// informer's first list one object a page, and answers the first continued
+// page with a 410 Expired (an expired continue token, as an API server
+// answers one older than its compaction), after deleting victim: client-go's
+// pager then lists in full, afresh, at a later resourceVersion.
+type expiringPagesProxy struct {
+	ns, victim string
+	del        func() error
+	proxy      *httputil.ReverseProxy
+
+	mu      sync.Mutex
+	expired bool
+	served  []string
+}
+
+func (p *expiringPagesProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/api/v1/namespaces/"+p.ns+"/configmaps" {
+		p.proxy.ServeHTTP(w, r)
+		return
+	}
+	q := r.URL.Query()
+	p.mu.Lock()
+	var act string
+	switch {
+	case q.Get("sendInitialEvents") == "true":
+		act = "refused watch-list"
+	case q.Get("watch") == "true":
+		act = "watch"
+	case q.Get("continue") != "" && !p.expired:
+		p.expired, act = true, "expired continue"
+	case q.Get("continue") != "":
+		act = "page"
+	case !slices.Contains(p.served, "first page"):
+		act = "first page"
+	default:
+		act = "list"
+	}
+	p.served = append(p.served, act)
+	p.mu.Unlock()
+	switch act {
+	case "refused watch-list":
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"BadRequest","code":400,"message":"no watch-list here"}`)
+	case "expired continue":
+		if err := p.del(); err != nil {
+			panic(err)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusGone)
+		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."}`)
+	case "first page":
+		q.Set("limit", "1")
+		r.URL.RawQuery = q.Encode()
+		p.proxy.ServeHTTP(w, r)
+	default:
+		p.proxy.ServeHTTP(w, r)
+	}
+}
+
+func (p *expiringPagesProxy) log() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.served)
+}
+
+// TestListedIsTheListTheInformerHeldNotAnAbandonedFirstPage: Status.Listed
+// (the resourceVersion a reshard's old shard lists the moved objects at, as
+// "what the new owner's list held") must be the snapshot of the list the
+// informer's cache was filled from. When the first page of a paged list
+// succeeds but a later page fails (here: an expired continue token, after
+// which client-go's pager lists in full afresh), noteListed has already
+// kept the abandoned first page's resourceVersion: an object deleted
+// between that page and the list the informer really took is at Listed but
+// was never in the cache — its new owner never delivers its delete, and the
+// old shard, finding it at Listed, drops its record: the delete is lost.
+func TestListedIsTheListTheInformerHeldNotAnAbandonedFirstPage(t *testing.T) {
+	cfg := cluster(t)
+	d := dynamic.NewForConfigOrDie(cfg)
+	ns := testenv.Namespace(t, d)
+	for _, n := range []string{"a", "b", "c"} {
+		if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), labelledConfigMap(ns, n, "1"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &expiringPagesProxy{ns: ns, victim: "b",
+		del: func() error {
+			return d.Resource(cmGVR).Namespace(ns).Delete(context.Background(), "b", metav1.DeleteOptions{})
+		},
+		proxy: &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(api) }, Transport: rt, FlushInterval: -1},
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	client, err := NewClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := &collector{}
+	m := NewManager(client, col.handle, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	m.Set([]Watch{{Resource: event.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}, Namespace: ns}}, ListsKnown)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	testenv.WaitFor(t, "the informer synced", 30*time.Second, func() bool {
+		st := m.Statuses()
+		return len(st) == 1 && st[0].Synced && st[0].Listed != ""
+	})
+	t.Logf("served: %v", p.log())
+	if !slices.Contains(p.log(), "expired continue") {
+		t.Fatalf("the informer's list was not paged through the proxy: %v", p.log())
+	}
+	var held []string
+	for _, ev := range col.events() {
+		held = append(held, ev.Name)
+	}
+	slices.Sort(held)
+	listed := m.Statuses()[0].Listed
+	l, err := d.Resource(cmGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{ResourceVersion: listed, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var atListed []string
+	for _, o := range l.Items {
+		atListed = append(atListed, o.GetName())
+	}
+	slices.Sort(atListed)
+	t.Logf("informer handed over %v; a list at Listed=%s holds %v", held, listed, atListed)
+	if !slices.Equal(held, atListed) {
+		t.Errorf("Listed=%s is not the list the informer held: a list at it holds %v, the informer's list held %v (b, deleted before the informer's real list, is at Listed: its delete is delivered by no shard)", listed, atListed, held)
+	}
+}
