@@ -162,14 +162,12 @@ func (d *daemon) act(ctx context.Context, lease context.Context) error {
 	}
 	synced := memory.DuringSync(d.log)
 	defer synced()
-	d.marks.Store(nil) // this term's file publishes its marks once listed
-	d.listedScopes.Store(nil)
 	listedCh := make(chan struct{})
 	var listedOnce sync.Once
 	listed := func() { // the Lease says so (settleMovedAway), and its marks
 		synced()
 		if w := d.current.Load(); w != nil && d.o.File.Config.Shards != nil {
-			d.noteListedScopes(w.Listed())
+			d.noteListedScopes(firstLists(store, w.Listed(), d.log))
 		}
 		d.listed()
 		listedOnce.Do(func() { close(listedCh) })

@@ -50,6 +50,7 @@ func (d *daemon) elect(ctx context.Context) error {
 // (a replica that cannot act must not hold it while a healthy one waits).
 func (d *daemon) term(ctx context.Context, lock resourcelock.Interface, id string) error {
 	le := d.o.File.Config.LeaderElection
+	d.newTerm()
 	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	var (

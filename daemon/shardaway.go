@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8sdiscovery "k8s.io/client-go/discovery"
@@ -136,6 +137,7 @@ func (d *daemon) awaitListed(ctx context.Context, store *state.Store, prev state
 	start := time.Now()
 	longest := start.Add(2 * wait)
 	deadline := map[int]time.Time{}
+	seen := map[int]observed{}
 	at := map[int]listing{}
 	for said := false; ; said = true {
 		var waiting []int
@@ -144,7 +146,12 @@ func (d *daemon) awaitListed(ctx context.Context, store *state.Store, prev state
 			if _, ok := at[k]; ok {
 				continue
 			}
-			l, ok, running := d.listedAt(ctx, k, after)
+			lease, _ := d.lease(ctx, d.leaseOf(k))
+			running := seen[k].running(lease, now)
+			if lease != nil && lease.ResourceVersion != seen[k].rv {
+				seen[k] = observed{rv: lease.ResourceVersion, at: now}
+			}
+			l, ok := listingOf(lease, d.specNow(), after, running)
 			switch {
 			case ok:
 				at[k] = l
@@ -193,7 +200,7 @@ func (d *daemon) listedAfter(store *state.Store) (string, error) {
 	if rv, ok := store.ListedAfter(); ok {
 		return rv, nil
 	}
-	var rv string
+	rv := "none" // no Lease read: a Lease that does not run never counts
 	if d.ownLease != nil {
 		rv = d.ownLease.ResourceVersion
 	}
@@ -249,25 +256,40 @@ func (l listing) at(res state.Resource, ns string) string {
 	return ""
 }
 
-// listedAt is how shard k of this spec listed, as its Lease says; ok is
-// false when it does not say it listed under this spec, in its holder's
-// term if its Lease is held and not expired (running: a holder says it has
-// not listed from its takeover on), else after after (a resourceVersion;
-// "": any): a Lease left by an earlier set of this spec says it listed
-// then.
-func (d *daemon) listedAt(ctx context.Context, k int, after string) (at listing, ok, running bool) {
-	l, found := d.lease(ctx, d.leaseOf(k))
-	if !found {
-		return listing{}, false, false
+// observed is when a shard's Lease was last seen changed (its
+// resourceVersion), by this process's clock: as client-go's elector judges
+// a Lease, a holder that renews it is running whatever the clocks say.
+type observed struct {
+	rv string
+	at time.Time
+}
+
+// running reports whether Lease l, last seen changed as o says, is held by
+// a holder that renews it: held, and changed (by this poll, or within its
+// leaseDuration before now).
+func (o observed) running(l *coordinationv1.Lease, now time.Time) bool {
+	if l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.LeaseDurationSeconds == nil {
+		return false
 	}
-	running = l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil &&
-		time.Since(l.Spec.RenewTime.Time) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
+	return l.ResourceVersion != o.rv || now.Sub(o.at) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
+}
+
+// listingOf is how the holder of shard Lease l listed under spec cur, as l
+// says; ok is false when it does not say it listed under cur, in its
+// holder's term if l is running (a holder says it has not listed from its
+// takeover on), else after after (a resourceVersion; "": any; not a
+// number: never): a Lease left by an earlier set of this spec says it
+// listed then.
+func listingOf(l *coordinationv1.Lease, cur state.MovedFrom, after string, running bool) (listing, bool) {
+	if l == nil {
+		return listing{}, false
+	}
 	s, shows := leaseSpec(l.Labels, labelShardCount, labelShardBy)
 	rv := l.Labels[labelListedRV]
-	if !shows || !sameSpec(s, d.specNow()) || l.Labels[labelListed] != "1" || rv == "" || (!running && !laterRV(rv, after)) {
-		return listing{}, false, running
+	if !shows || !sameSpec(s, cur) || l.Labels[labelListed] != "1" || rv == "" || (!running && !laterRV(rv, after)) {
+		return listing{}, false
 	}
-	return listing{rv: rv, scopes: parseMarks(l.Annotations[annListed])}, true, running
+	return listing{rv: rv, scopes: parseMarks(l.Annotations[annListed])}, true
 }
 
 // laterRV reports whether resourceVersion rv is later than after ("":

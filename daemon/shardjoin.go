@@ -93,6 +93,14 @@ func (l *joinLock) joined() {
 	l.labels[labelJoining] = "0"
 }
 
+// newTerm notes that a new term begins (its takeover write is next): it
+// has not listed in it.
+func (l *joinLock) newTerm() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.labels[labelListed], l.labels[labelListedRV] = "0", ""
+}
+
 // listed notes that the holder has listed every resource it watches: the
 // Lease's next renewal says so, and the one after gives the
 // resourceVersion of that write (sawWrite).

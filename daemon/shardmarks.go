@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -152,4 +153,31 @@ func (d *daemon) publishMarks(ctx context.Context, store *state.Store, listed <-
 		case <-t.C:
 		}
 	}
+}
+
+// newTerm forgets, before a term's takeover write, what the last term
+// published: its file's marks (this term publishes them once listed), its
+// lists, and that it had listed.
+func (d *daemon) newTerm() {
+	d.marks.Store(nil)
+	d.listedScopes.Store(nil)
+	if d.join != nil {
+		d.join.newTerm()
+	}
+}
+
+// firstLists are the first lists of the file's shard spec to publish
+// (state.Store.KeepFirstLists: a list of this process's counts only for a
+// scope the file had not listed since the reshard; the file holds since
+// what that first list held), or, without state, this process's.
+func firstLists(store *state.Store, listed map[string]string, log *slog.Logger) map[string]string {
+	if store == nil {
+		return listed
+	}
+	kept, err := store.KeepFirstLists(listed)
+	if err != nil {
+		log.Warn("state: cannot keep the first lists of this shard spec; the Lease names this process's", "err", err)
+		return listed
+	}
+	return kept
 }

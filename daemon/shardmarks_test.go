@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -83,23 +84,48 @@ func TestLeaseMarksAndListed(t *testing.T) {
 	}
 	renew(t, again, "new-0b")
 	renew(t, again, "new-0b")
-	if l, ok, _ := reader.listedAt(t.Context(), 0, ""); !ok || l.rv != said.ResourceVersion {
-		t.Errorf("listedAt = %q, %v; want the resourceVersion of the write that first said so, %s", l.rv, ok, said.ResourceVersion)
+	cur := reader.specNow()
+	leaseNow := func() *coordinationv1.Lease {
+		l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), "dw-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
 	}
-	if _, ok, _ := shardDaemon(t, kube, ns, 4, 1).listedAt(t.Context(), 0, ""); ok {
+	held := leaseNow()
+	if l, ok := listingOf(held, cur, "", false); !ok || l.rv != said.ResourceVersion {
+		t.Errorf("listingOf = %q, %v; want the resourceVersion of the write that first said so, %s", l.rv, ok, said.ResourceVersion)
+	}
+	if _, ok := listingOf(held, state.MovedFrom{Count: 4}, "", true); ok {
 		t.Error("a shard of another spec takes the Lease's listing as of its own spec")
 	}
-	if _, ok, running := reader.listedAt(t.Context(), 0, said.ResourceVersion); !ok || !running {
-		t.Errorf("the listing of a holder that runs not taken (%v, running %v)", ok, running)
+	if _, ok := listingOf(held, cur, said.ResourceVersion, true); !ok {
+		t.Error("the listing of a holder that runs not taken")
+	}
+	if _, ok := listingOf(held, cur, said.ResourceVersion, false); ok {
+		t.Errorf("a listing at %s of a holder that does not run taken as later than itself", said.ResourceVersion)
+	}
+	if _, ok := listingOf(held, cur, "none", false); ok {
+		t.Error("a listing of a holder that does not run taken with no Lease of its own to compare with")
+	}
+	if _, ok := listingOf(held, cur, "1", false); !ok {
+		t.Error("a listing after the resourceVersion given not taken")
+	}
+	// Running is judged by the changes seen, not by the holder's clock.
+	now := time.Now()
+	var o observed
+	if !o.running(held, now) {
+		t.Error("a held Lease first seen is not taken as running")
+	}
+	o = observed{rv: held.ResourceVersion, at: now.Add(-time.Hour)}
+	if o.running(held, now) {
+		t.Error("a held Lease unchanged for an hour taken as running")
 	}
 	if err := releaseLease(again.join, "new-0b", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, running := reader.listedAt(t.Context(), 0, said.ResourceVersion); ok || running {
-		t.Errorf("a released Lease's listing at %s taken as later than itself (%v), or its holder as running (%v)", said.ResourceVersion, ok, running)
-	}
-	if _, ok, _ := reader.listedAt(t.Context(), 0, "1"); !ok {
-		t.Error("a released Lease's listing after the resourceVersion given not taken")
+	if (observed{}).running(leaseNow(), now) {
+		t.Error("a released Lease taken as running")
 	}
 }
 

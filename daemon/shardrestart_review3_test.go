@@ -45,7 +45,7 @@ func TestMovedAwayDeletedWhileNewOwnerRestartsNotTwice(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	two.noteListedScopes(map[string]string{res.In(ns).String(): l1.ResourceVersion})
+	two.noteListedScopes(firstLists(s2, map[string]string{res.In(ns).String(): l1.ResourceVersion}, two.log)) // as act does
 	two.listed()
 	renew(t, two, "new-2")
 	renew(t, two, "new-2")
@@ -80,7 +80,7 @@ func TestMovedAwayDeletedWhileNewOwnerRestartsNotTwice(t *testing.T) {
 	if !holds(s2, string(x.UID)) {
 		t.Fatal("shard 2's file lost x")
 	}
-	again.noteListedScopes(map[string]string{res.In(ns).String(): l2.ResourceVersion})
+	again.noteListedScopes(firstLists(s2, map[string]string{res.In(ns).String(): l2.ResourceVersion}, again.log)) // the file's first list stays L1
 	again.listed()
 	renew(t, again, "new-2b")
 	renew(t, again, "new-2b")

@@ -51,7 +51,7 @@ func TestMovedAwayDeletedWhileNewOwnerListsNotTwiceInItsNextTerm(t *testing.T) {
 	if err := kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), x.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	two.noteListedScopes(map[string]string{res.In(ns).String(): l.ResourceVersion})
+	two.noteListedScopes(firstLists(s2, map[string]string{res.In(ns).String(): l.ResourceVersion}, two.log)) // as act does
 	two.listed()
 	renew(t, two, "new-2")
 	renew(t, two, "new-2")
@@ -60,9 +60,9 @@ func TestMovedAwayDeletedWhileNewOwnerListsNotTwiceInItsNextTerm(t *testing.T) {
 	if err := releaseLease(two.join, "new-2", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	renew(t, two, "new-2")      // the takeover (elect's, before act)
-	two.listedScopes.Store(nil) // act starts
-	renew(t, two, "new-2")      // a renewal before this term has listed
+	two.newTerm()          // term, before its elector runs
+	renew(t, two, "new-2") // the takeover (elect's, before act)
+	renew(t, two, "new-2") // a renewal before this term has listed
 	got, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), "dw-2", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +71,16 @@ func TestMovedAwayDeletedWhileNewOwnerListsNotTwiceInItsNextTerm(t *testing.T) {
 	if got.Labels[labelListed] == "1" {
 		t.Errorf("in the next term, before its holder lists, dw-2 says listed=1 (listed-rv %s): its holder has not listed in this term; the takeover write said so already", got.Labels[labelListedRV])
 	}
+	// The new term lists (x is gone) and says so; the file's first list
+	// of the scope stays the first term's.
+	l2, err := kube.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two.noteListedScopes(firstLists(s2, map[string]string{res.In(ns).String(): l2.ResourceVersion}, two.log))
+	two.listed()
+	renew(t, two, "new-2")
+	renew(t, two, "new-2")
 	if err := one.shardState(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}

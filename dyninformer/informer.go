@@ -41,8 +41,25 @@ type entry struct {
 	// seen is when the watch last delivered an event or a bookmark (Unix ns).
 	seen atomic.Int64
 	// listed is the resourceVersion of the informer's first list (paged, or
-	// a watch-list's snapshot: its initial-events-end bookmark's).
-	listed atomic.Pointer[string]
+	// a watch-list's snapshot: its initial-events-end bookmark's), once
+	// complete; listing that of the paged list under way (mu guards it).
+	listed  atomic.Pointer[string]
+	listing string
+}
+
+// listPage follows a paged list: its first page (first) gives the
+// snapshot's resourceVersion, noted once its last page came (a list whose
+// later page fails is given up and made again from its first, at another
+// resourceVersion).
+func (e *entry) listPage(first bool, l *List) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if first {
+		e.listing = l.ResourceVersion
+	}
+	if l.Continue == "" {
+		e.noteListed(e.listing)
+	}
 }
 
 // noteListed notes rv as the informer's first list's, once.
@@ -67,9 +84,7 @@ func (m *Manager) newEntry(w Watch) *entry {
 			if err != nil {
 				return nil, err
 			}
-			if opts.Continue == "" { // a list's first page: its snapshot's resourceVersion
-				e.noteListed(l.ResourceVersion)
-			}
+			e.listPage(opts.Continue == "", l)
 			return l, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {

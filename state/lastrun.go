@@ -83,6 +83,9 @@ func (s *Store) Forget() (records int, err error) {
 		if err := forgetMovedFrom(tx.Bucket(bucketMeta)); err != nil {
 			return err
 		}
+		if err := forgetFirstLists(tx.Bucket(bucketMeta)); err != nil {
+			return err
+		}
 		if err := dropMovedAway(tx); err != nil {
 			return err
 		}

@@ -86,3 +86,35 @@ func TestMarks(t *testing.T) {
 		return nil
 	})
 }
+
+// A scope's first list is kept once per shard spec: a later list of it
+// (a restart) does not replace it, a new scope is added, and a reshard or
+// a forgotten file starts again.
+func TestKeepFirstLists(t *testing.T) {
+	t.Parallel()
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.KeepFirstLists(map[string]string{"/configmaps/a": "10", "/secrets/": ""})
+	if err != nil || !maps.Equal(got, map[string]string{"/configmaps/a": "10"}) {
+		t.Fatalf("first: %v, %v", got, err)
+	}
+	got, _ = s.KeepFirstLists(map[string]string{"/configmaps/a": "20", "/secrets/": "21"})
+	if want := map[string]string{"/configmaps/a": "10", "/secrets/": "21"}; !maps.Equal(got, want) {
+		t.Errorf("again: %v, want %v", got, want)
+	}
+	if _, err := s.Reshard("0/2 by uid", func(string, string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = s.KeepFirstLists(map[string]string{"/configmaps/a": "30"}); !maps.Equal(got, map[string]string{"/configmaps/a": "30"}) {
+		t.Errorf("after a reshard: %v", got)
+	}
+	if _, err := s.Forget(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = s.KeepFirstLists(nil); len(got) != 0 {
+		t.Errorf("after Forget: %v", got)
+	}
+}

@@ -80,6 +80,9 @@ func (s *Store) Reshard(to string, owns func(uid, namespace string) bool) (*Resh
 		if err := forgetMovedFrom(meta); err != nil {
 			return err
 		}
+		if err := forgetFirstLists(meta); err != nil {
+			return err
+		}
 		if err := meta.Put(keyMovedFromDue, []byte(from)); err != nil {
 			return err
 		}

@@ -171,11 +171,18 @@ func (w *Watcher) Synced() bool {
 // its first list, by the state scope it lists (state.Scope.String): a list
 // at it holds what that watch's list held (with clusters, in the watch's
 // cluster).
+// The CRD watch each cluster keeps for discovery is not among them: a rule
+// on CRDs has a watch of its own, and its scope's list is that one's.
 func (w *Watcher) Listed() map[string]string {
 	out := map[string]string{}
-	for _, st := range w.Statuses() {
-		if st.Synced && st.Listed != "" {
-			out[watchScope(st.Key).String()] = st.Listed
+	for _, s := range w.sources() {
+		if !s.connected.Load() {
+			continue
+		}
+		for _, st := range s.mgr.Statuses() {
+			if st.Synced && st.Listed != "" {
+				out[watchScope(st.Key).String()] = st.Listed
+			}
 		}
 	}
 	return out
