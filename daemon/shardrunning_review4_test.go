@@ -1,0 +1,114 @@
+package daemon
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// As TestSettleIgnoresAStaleListedLeaseOfAnEarlierSet (3 shards, shrunk to
+// 2, grown back to 3), but the era-1 holder of shard 2 was killed (node
+// lost, OOM, SIGKILL), not stopped: it never released dw-2, whose holder is
+// still "era1-2", renewed two hours ago, listed 1, listed-rv of era 1.
+// observed.running judges a Lease running when its resourceVersion differs
+// from the last one seen; on the first poll nothing was seen (rv ""), so
+// every held Lease, however dead, is "running" then, and listingOf skips
+// the after check for a running Lease: the dead era-1 Lease counts as the
+// new shard 2's listing at once. Shard 1 lists its old share at that stale
+// resourceVersion, from before x existed, and keeps x's record as deleted:
+// a delete that never happened replays, and the settle does not wait for
+// the new shard 2 at all. (Before a0afe73 the renewTime two hours old made
+// it not running, and the after check left it out.)
+func TestSettleIgnoresADeadUnreleasedLeaseOfAnEarlierSet(t *testing.T) {
+	t.Parallel()
+	kube, x, ns, old, one := movedSetUpAfter(t, func(kube kubernetes.Interface, ns string) {
+		era1 := shardDaemon(t, kube, ns, 3, 2)
+		takeOver(t, era1, "era1-2")
+		era1.joined()
+		renew(t, era1, "era1-2")
+		era1.listed()
+		renew(t, era1, "era1-2")
+		renew(t, era1, "era1-2")
+		// Killed: no release. Its last renewal was in era 1, long ago.
+		l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), "dw-2", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		then := metav1.NewMicroTime(time.Now().Add(-2 * time.Hour))
+		l.Spec.RenewTime, l.Spec.AcquireTime = &then, &then
+		if _, err := kube.CoordinationV1().Leases(ns).Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	one.settleWait = 3 * time.Second
+	start := time.Now()
+	if err := one.shardState(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if _, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), x.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("x should still exist: %v", err)
+	}
+	if took < 3*time.Second {
+		t.Errorf("shard 1 settled after %s although the new shard 2 never started: the first poll of dw-2 (held by the era-1 holder, killed two hours ago) judged it running, and a running Lease skips the after check", took)
+	}
+	if holds(old, string(x.UID)) {
+		t.Errorf("x exists and was never deleted, yet shard 1 kept its record as deleted: its delete replays (a delete that never happened)")
+	}
+}
+
+// The same dead era-1 Lease of shard 2, with x older than era 1's lists (it
+// existed then, was shard 2's in era 1, old shard 1's in the 2-shard era,
+// and moves back to shard 2 now). x is deleted before the new shard 2
+// starts (its file, stale since the set shrank past it, is forgotten, or is
+// new: it holds no x). Shard 1 takes the dead Lease for shard 2's listing
+// on its first poll, lists at era 1's resourceVersion, finds x and drops
+// its record; the new shard 2 never sees x: its delete is in no file, lost.
+func TestSettleDeadUnreleasedLeaseLosesADelete(t *testing.T) {
+	t.Parallel()
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	ns := oldSetStopped(t, kube, 2, time.Now().Add(-time.Hour).Truncate(time.Second))
+	x := movedObject(t, kube, ns)
+	era1 := shardDaemon(t, kube, ns, 3, 2)
+	takeOver(t, era1, "era1-2")
+	era1.joined()
+	renew(t, era1, "era1-2")
+	era1.listed()
+	renew(t, era1, "era1-2")
+	renew(t, era1, "era1-2")
+	l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), "dw-2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	then := metav1.NewMicroTime(time.Now().Add(-2 * time.Hour))
+	l.Spec.RenewTime, l.Spec.AcquireTime = &then, &then
+	if _, err := kube.CoordinationV1().Leases(ns).Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The 2-shard set ran after era 1: its holders renewed their Leases.
+	for i := range 2 {
+		l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), fmt.Sprintf("dw-%d", i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		renewed := metav1.NewMicroTime(l.Spec.RenewTime.Add(time.Second))
+		l.Spec.RenewTime = &renewed
+		if _, err := kube.CoordinationV1().Leases(ns).Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, one := movedFileAndShard1(t, kube, ns, x)
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), x.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	one.settleWait = 3 * time.Second
+	if err := one.shardState(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	if !holds(old, string(x.UID)) {
+		t.Errorf("x was deleted before the new shard 2 started, yet shard 1 dropped its record: it took shard 2's dead era-1 Lease (first poll: \"running\") for its listing and listed at era 1's resourceVersion, where x existed; x's delete is in no file")
+	}
+}
