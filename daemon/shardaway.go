@@ -148,9 +148,7 @@ func (d *daemon) awaitListed(ctx context.Context, store *state.Store, prev state
 			}
 			lease, _ := d.lease(ctx, d.leaseOf(k))
 			running := seen[k].running(lease, now)
-			if lease != nil && lease.ResourceVersion != seen[k].rv {
-				seen[k] = observed{rv: lease.ResourceVersion, at: now}
-			}
+			seen[k] = seen[k].next(lease, now)
 			l, ok := listingOf(lease, d.specNow(), after, running)
 			switch {
 			case ok:
@@ -256,22 +254,37 @@ func (l listing) at(res state.Resource, ns string) string {
 	return ""
 }
 
-// observed is when a shard's Lease was last seen changed (its
-// resourceVersion), by this process's clock: as client-go's elector judges
-// a Lease, a holder that renews it is running whatever the clocks say.
+// observed is what was seen of a shard's Lease: its resourceVersion, and
+// when it was last seen to change, by this process's clock (zero: not yet
+// seen to change). As client-go's elector judges a Lease, a holder is
+// running when it is seen renewing it, whatever the clocks say, and a
+// Lease seen once says nothing yet (a holder killed long ago leaves its
+// name on it).
 type observed struct {
 	rv string
 	at time.Time
 }
 
-// running reports whether Lease l, last seen changed as o says, is held by
-// a holder that renews it: held, and changed (by this poll, or within its
-// leaseDuration before now).
+// running reports whether Lease l, seen before as o says, is held by a
+// holder that renews it: held, and seen to change (by this poll, or within
+// its leaseDuration before now).
 func (o observed) running(l *coordinationv1.Lease, now time.Time) bool {
 	if l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.LeaseDurationSeconds == nil {
 		return false
 	}
-	return l.ResourceVersion != o.rv || now.Sub(o.at) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
+	changed := o.rv != "" && l.ResourceVersion != o.rv
+	return changed || (!o.at.IsZero() && now.Sub(o.at) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second)
+}
+
+// next is what is seen of the shard's Lease once l is read at now.
+func (o observed) next(l *coordinationv1.Lease, now time.Time) observed {
+	switch {
+	case l == nil || l.ResourceVersion == o.rv:
+		return o
+	case o.rv == "":
+		return observed{rv: l.ResourceVersion} // seen once: not seen to change
+	}
+	return observed{rv: l.ResourceVersion, at: now}
 }
 
 // listingOf is how the holder of shard Lease l listed under spec cur, as l

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/state"
@@ -77,8 +78,27 @@ func TestSettleWaitsWhileTheShardItWaitsForRuns(t *testing.T) {
 	takeOver(t, one, "new-1")
 	settled0 := make(chan error, 1)
 	go func() { settled0 <- zero.shardState(t.Context(), file0) }()
-	// Shard 1: waits for shard 2 (never comes), then lists and says so.
-	if err := one.shardState(t.Context(), file1); err != nil {
+	// Shard 1: waits for shard 2 (never comes), renewing its Lease every
+	// second as its elector does, then lists and says so.
+	stopRenew, renewed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(renewed)
+		for {
+			select {
+			case <-stopRenew:
+				return
+			case <-time.After(time.Second):
+				now := metav1.NewTime(time.Now())
+				if _, _, err := one.join.Get(t.Context()); err == nil {
+					_ = one.join.Update(t.Context(), resourcelock.LeaderElectionRecord{HolderIdentity: "new-1", LeaseDurationSeconds: 15, AcquireTime: now, RenewTime: now})
+				}
+			}
+		}
+	}()
+	err = one.shardState(t.Context(), file1)
+	close(stopRenew)
+	<-renewed
+	if err != nil {
 		t.Fatal(err)
 	}
 	one.joined()

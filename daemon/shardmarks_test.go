@@ -114,12 +114,22 @@ func TestLeaseMarksAndListed(t *testing.T) {
 	// Running is judged by the changes seen, not by the holder's clock.
 	now := time.Now()
 	var o observed
-	if !o.running(held, now) {
-		t.Error("a held Lease first seen is not taken as running")
-	}
-	o = observed{rv: held.ResourceVersion, at: now.Add(-time.Hour)}
 	if o.running(held, now) {
-		t.Error("a held Lease unchanged for an hour taken as running")
+		t.Error("a held Lease seen once (its holder maybe killed long ago) taken as running")
+	}
+	if o = o.next(held, now); o.running(held, now.Add(time.Second)) {
+		t.Error("a held Lease seen twice unchanged taken as running")
+	}
+	renew(t, again, "new-0b")
+	renewed := leaseNow()
+	if !o.running(renewed, now.Add(time.Second)) {
+		t.Error("a held Lease seen to change not taken as running")
+	}
+	if o = o.next(renewed, now.Add(time.Second)); !o.running(renewed, now.Add(2*time.Second)) {
+		t.Error("a held Lease seen to change a second ago not taken as running")
+	}
+	if o.running(renewed, now.Add(time.Hour)) {
+		t.Error("a held Lease unchanged for an hour since taken as running")
 	}
 	if err := releaseLease(again.join, "new-0b", 5*time.Second); err != nil {
 		t.Fatal(err)
