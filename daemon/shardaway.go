@@ -254,37 +254,49 @@ func (l listing) at(res state.Resource, ns string) string {
 	return ""
 }
 
-// observed is what was seen of a shard's Lease: its resourceVersion, and
-// when it was last seen to change, by this process's clock (zero: not yet
-// seen to change). As client-go's elector judges a Lease, a holder is
-// running when it is seen renewing it, whatever the clocks say, and a
-// Lease seen once says nothing yet (a holder killed long ago leaves its
-// name on it).
+// observed is what was seen of a shard's Lease: its holder's last renewal
+// (renewal), and when that was last seen to change, by this process's
+// clock (zero: not yet seen to change). As client-go's elector judges a
+// Lease, a holder is running when it is seen renewing it, whatever the
+// clocks say; a Lease seen once says nothing yet (a holder killed long ago
+// leaves its name on it), and a write that renews nothing (an annotation,
+// a label) is no renewal.
 type observed struct {
-	rv string
-	at time.Time
+	renewal string
+	at      time.Time
+}
+
+// renewal is what a holder's renewal of Lease l changes: the holder, and
+// its renewTime ("": none held).
+func renewal(l *coordinationv1.Lease) string {
+	if l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.RenewTime == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity + "@" + l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
 }
 
 // running reports whether Lease l, seen before as o says, is held by a
-// holder that renews it: held, and seen to change (by this poll, or within
+// holder that renews it: held, and seen renewed (by this poll, or within
 // its leaseDuration before now).
 func (o observed) running(l *coordinationv1.Lease, now time.Time) bool {
-	if l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.LeaseDurationSeconds == nil {
+	r := renewal(l)
+	if r == "" || l.Spec.LeaseDurationSeconds == nil {
 		return false
 	}
-	changed := o.rv != "" && l.ResourceVersion != o.rv
-	return changed || (!o.at.IsZero() && now.Sub(o.at) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second)
+	renewed := o.renewal != "" && r != o.renewal
+	return renewed || (!o.at.IsZero() && now.Sub(o.at) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second)
 }
 
 // next is what is seen of the shard's Lease once l is read at now.
 func (o observed) next(l *coordinationv1.Lease, now time.Time) observed {
+	r := renewal(l)
 	switch {
-	case l == nil || l.ResourceVersion == o.rv:
+	case r == "" || r == o.renewal:
 		return o
-	case o.rv == "":
-		return observed{rv: l.ResourceVersion} // seen once: not seen to change
+	case o.renewal == "":
+		return observed{renewal: r} // seen once: not seen renewed
 	}
-	return observed{rv: l.ResourceVersion, at: now}
+	return observed{renewal: r, at: now}
 }
 
 // listingOf is how the holder of shard Lease l listed under spec cur, as l
