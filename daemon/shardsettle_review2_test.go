@@ -8,10 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/state"
 )
 
@@ -37,39 +35,8 @@ func movedSetUpAfter(t *testing.T, before func(kube kubernetes.Interface, ns str
 			}
 		}
 	}
-	var x *corev1.ConfigMap
-	for i := 0; x == nil; i++ {
-		cm, err := kube.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		uid := string(cm.UID)
-		if dyninformer.NewShard(2, 1, false).Owns(uid, ns) && dyninformer.NewShard(3, 2, false).Owns(uid, ns) {
-			x = cm
-		}
-	}
-	res := state.Resource{Resource: "configmaps"}
-	old := openStore(t, filepath.Join(t.TempDir(), "s.db"))
-	t.Cleanup(func() { old.Close() })
-	if _, err := old.Reshard("1/2 by uid", func(string, string) bool { return true }); err != nil {
-		t.Fatal(err)
-	}
-	err := old.Update(func(tx *state.Tx) error {
-		if err := tx.Put(res, string(x.UID), &state.Record{Namespace: ns, Name: x.Name, ResourceVersion: x.ResourceVersion}); err != nil {
-			return err
-		}
-		return tx.SetBaseline(res.In(ns))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	informers, err := dyninformer.NewClient(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	one := shardDaemon(t, kube, ns, 3, 1)
-	one.o.Informers, one.o.Discovery = informers, discovery.NewDiscoveryClientForConfigOrDie(env.Config)
-	takeOver(t, one, "new-1")
+	x := movedObject(t, kube, ns)
+	old, one := movedFileAndShard1(t, kube, ns, x)
 	return kube, x, ns, old, one
 }
 

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
@@ -34,42 +33,7 @@ func renew(t *testing.T, d *daemon, id string) {
 // new shard 1, which has taken its Lease over (its shardState not run yet).
 func movedSetUp(t *testing.T) (kubernetes.Interface, *corev1.ConfigMap, string, *state.Store, *daemon) {
 	t.Helper()
-	kube := kubernetes.NewForConfigOrDie(env.Config)
-	ns := oldSetStopped(t, kube, 2, time.Now().Add(-time.Hour).Truncate(time.Second))
-	var x *corev1.ConfigMap
-	for i := 0; x == nil; i++ {
-		cm, err := kube.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		uid := string(cm.UID)
-		if dyninformer.NewShard(2, 1, false).Owns(uid, ns) && dyninformer.NewShard(3, 2, false).Owns(uid, ns) {
-			x = cm
-		}
-	}
-	res := state.Resource{Resource: "configmaps"}
-	old := openStore(t, filepath.Join(t.TempDir(), "s.db"))
-	t.Cleanup(func() { old.Close() })
-	if _, err := old.Reshard("1/2 by uid", func(string, string) bool { return true }); err != nil {
-		t.Fatal(err)
-	}
-	err := old.Update(func(tx *state.Tx) error {
-		if err := tx.Put(res, string(x.UID), &state.Record{Namespace: ns, Name: x.Name, ResourceVersion: x.ResourceVersion}); err != nil {
-			return err
-		}
-		return tx.SetBaseline(res.In(ns))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	informers, err := dyninformer.NewClient(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	one := shardDaemon(t, kube, ns, 3, 1)
-	one.o.Informers, one.o.Discovery = informers, discovery.NewDiscoveryClientForConfigOrDie(env.Config)
-	takeOver(t, one, "new-1")
-	return kube, x, ns, old, one
+	return movedSetUpAfter(t, nil)
 }
 
 // newShardListed is the new shard 2 taking its Lease over, bringing a new
