@@ -123,12 +123,14 @@ func (d *daemon) awaitListed(ctx context.Context, store *state.Store, prev state
 // counts for the records set aside: that of this shard's Lease as it was
 // before this process wrote it (its holder under the spec the records were
 // recorded under wrote it last), kept in the file the first time (a process
-// killed while it settles sees its own Lease at its next start). "": any.
+// killed while it settles sees its own Lease at its next start); "none"
+// when this process read none (none, or it could not read it): a Lease that
+// does not run then never counts.
 func (d *daemon) listedAfter(store *state.Store) (string, error) {
 	if rv, ok := store.ListedAfter(); ok {
 		return rv, nil
 	}
-	rv := "none" // no Lease read: a Lease that does not run never counts
+	rv := "none"
 	if d.ownLease != nil {
 		rv = d.ownLease.ResourceVersion
 	}
