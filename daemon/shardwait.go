@@ -152,12 +152,7 @@ func waitsFor(prevCount, count, index, k int) bool {
 
 // ownerNow is the index of the shard of this spec that holds r's object.
 func (d *daemon) ownerNow(r state.MovedAway) int {
-	for k := range d.shard.Count {
-		if dyninformer.NewShard(d.shard.Count, k, d.shard.ByNamespace).Owns(r.UID, r.Namespace) {
-			return k
-		}
-	}
-	return 0
+	return dyninformer.ShardOf(d.shard.Count, d.shard.ByNamespace, r.UID, r.Namespace)
 }
 
 // listing is what a shard's Lease says of its listing in its holder's

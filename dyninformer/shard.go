@@ -97,6 +97,17 @@ func (s Shard) Owns(uid, ns string) bool {
 	return h >= s.lo && (s.top || h < s.hi)
 }
 
+// ShardOf is the index of the shard, of count split by uid (or namespace),
+// that owns the object of uid in namespace ns (0 when count is below 2).
+func ShardOf(count int, byNamespace bool, uid, ns string) int {
+	for i := range count {
+		if NewShard(count, i, byNamespace).Owns(uid, ns) {
+			return i
+		}
+	}
+	return 0
+}
+
 // fnv1a is the 64-bit FNV-1a hash of v, as hash/fnv's New64a computes it.
 func fnv1a(v string) uint64 {
 	const offset, prime = 14695981039346656037, 1099511628211

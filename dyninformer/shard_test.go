@@ -57,3 +57,25 @@ func TestShardPartition(t *testing.T) {
 		t.Error("a cluster-scoped object by namespace has no shard")
 	}
 }
+
+// ShardOf names the one shard of the count that owns the object.
+func TestShardOf(t *testing.T) {
+	t.Parallel()
+	for _, count := range []int{0, 1, 2, 3, 7} {
+		for i := range 500 {
+			uid, ns := fmt.Sprintf("uid-%d", i), fmt.Sprintf("ns-%d", i%13)
+			for _, byNS := range []bool{false, true} {
+				got := ShardOf(count, byNS, uid, ns)
+				if count < 2 {
+					if got != 0 {
+						t.Fatalf("ShardOf(%d, …) = %d, want 0", count, got)
+					}
+					continue
+				}
+				if !NewShard(count, got, byNS).Owns(uid, ns) {
+					t.Fatalf("ShardOf(%d, %v, %s, %s) = %d, which does not own it", count, byNS, uid, ns, got)
+				}
+			}
+		}
+	}
+}

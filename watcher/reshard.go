@@ -113,12 +113,7 @@ func oldOwnerMark(tx *state.Tx, res state.Resource, ev *event.Event) (uint64, bo
 
 // ownerUnder is the index of the object's shard under spec m.
 func ownerUnder(m state.MovedFrom, uid, namespace string) int {
-	for i := range m.Count {
-		if dyninformer.NewShard(m.Count, i, m.ByNamespace).Owns(uid, namespace) {
-			return i
-		}
-	}
-	return 0
+	return dyninformer.ShardOf(m.Count, m.ByNamespace, uid, namespace)
 }
 
 // changedAt is the latest time the object says it changed: its
