@@ -71,8 +71,7 @@ func movedIn(created, modified, end time.Time, ok bool, rv string, mark uint64, 
 func (l *listing) reshardKnown(tx *state.Tx, res state.Resource, ev *event.Event) (k restart.Known, baseline bool, err error) {
 	if l.resharded {
 		if _, _, recorded := tx.Version(res, ev.UID); !recorded {
-			end, ok := oldOwnerEnd(tx, ev)
-			mark, marked := oldOwnerMark(tx, res, ev)
+			end, ok, mark, marked := l.previous(tx).oldOwner(res, ev)
 			switch movedIn(timeAt(ev.Object, "metadata.creationTimestamp"), changedAt(ev), end, ok, ev.ResourceVersion, mark, marked) {
 			case movedNothing:
 				return k, true, nil
@@ -87,28 +86,46 @@ func (l *listing) reshardKnown(tx *state.Tx, res state.Resource, ev *event.Event
 	return k, false, err
 }
 
-// oldOwnerEnd is when the object's shard under the previous spec last ran:
-// as that shard's Lease said at the reshard (state.Tx.MovedFrom, with
-// leaderElection), else when this file's previous spec last ran
-// (state.Tx.ReshardedAfter: the set stops together to reshard).
-func oldOwnerEnd(tx *state.Tx, ev *event.Event) (time.Time, bool) {
-	if m, ok := tx.MovedFrom(); ok {
-		if at, ok := m.End(ownerUnder(m, ev.UID, ev.Namespace)); ok {
-			return at, true
-		}
-	}
-	return tx.ReshardedAfter()
+// previousSpec is what a file knows of the shard spec before a reshard:
+// what the shards' Leases said of it (state.Tx.MovedFrom, known; with
+// leaderElection) and when this file's previous spec last ran
+// (state.Tx.ReshardedAfter). It does not change while a list is compared.
+type previousSpec struct {
+	m          state.MovedFrom
+	known      bool
+	after      time.Time
+	afterKnown bool
 }
 
-// oldOwnerMark is the mark its shard under the previous spec published for
-// the object's scope of res, as that shard's Lease said at the reshard
-// (state.Tx.MovedFrom, with leaderElection); ok is false when none is known.
-func oldOwnerMark(tx *state.Tx, res state.Resource, ev *event.Event) (uint64, bool) {
-	m, ok := tx.MovedFrom()
-	if !ok {
-		return 0, false
+// previous is the file's previousSpec, read once per list (at its first
+// object without a record, in the committer's goroutine), not once per
+// object: MovedFrom holds every old shard's marks.
+func (l *listing) previous(tx *state.Tx) *previousSpec {
+	if l.prev == nil {
+		p := &previousSpec{}
+		p.m, p.known = tx.MovedFrom()
+		p.after, p.afterKnown = tx.ReshardedAfter()
+		l.prev = p
 	}
-	return m.Mark(ownerUnder(m, ev.UID, ev.Namespace), res, ev.Namespace)
+	return l.prev
+}
+
+// oldOwner is what is known of the object's shard under the previous spec:
+// when it last ran, as that shard's Lease said at the reshard, else when
+// this file's previous spec last ran (the set stops together to reshard);
+// and the mark it published for the object's scope of res (marked false:
+// none known).
+func (p *previousSpec) oldOwner(res state.Resource, ev *event.Event) (end time.Time, ok bool, mark uint64, marked bool) {
+	end, ok = p.after, p.afterKnown
+	if !p.known {
+		return end, ok, 0, false
+	}
+	owner := ownerUnder(p.m, ev.UID, ev.Namespace)
+	if at, known := p.m.End(owner); known {
+		end, ok = at, true
+	}
+	mark, marked = p.m.Mark(owner, res, ev.Namespace)
+	return end, ok, mark, marked
 }
 
 // ownerUnder is the index of the object's shard under spec m.
