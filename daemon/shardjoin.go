@@ -43,7 +43,7 @@ type joinLock struct {
 func newJoinLock(lock *resourcelock.LeaseLock) *joinLock {
 	labels := maps.Clone(lock.Labels)
 	labels[labelJoining] = "1"
-	labels[labelListed], labels[labelListedRV] = "0", "" // a Lease only gains labels: "" overwrites an earlier term's
+	unlisted(labels)
 	return &joinLock{LeaseLock: lock, labels: labels}
 }
 
@@ -98,7 +98,13 @@ func (l *joinLock) joined() {
 func (l *joinLock) newTerm() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.labels[labelListed], l.labels[labelListedRV] = "0", ""
+	unlisted(l.labels)
+}
+
+// unlisted sets labels to say their holder has not listed (a Lease only
+// gains labels: "" overwrites an earlier term's listed-rv).
+func unlisted(labels map[string]string) {
+	labels[labelListed], labels[labelListedRV] = "0", ""
 }
 
 // listed notes that the holder has listed every resource it watches: the

@@ -57,7 +57,7 @@ func (d *daemon) shardLeaseLabels(ctx context.Context, namespace, name string) m
 // spec, whose holder stopped), that spec and when it ended, l's renewTime;
 // else the previous spec l keeps. And the last shrink, noted at now when l
 // says a larger count, else kept. A Lease read before or after its holder
-// rewrote it thus says the same of the previous spec (leaseEnd).
+// rewrote it thus says the same of the previous spec (leasePast).
 func nextLeaseLabels(l *coordinationv1.Lease, cur state.MovedFrom, now time.Time) map[string]string {
 	out := map[string]string{labelShardCount: strconv.Itoa(cur.Count), labelShardBy: byLabel(cur.ByNamespace)}
 	if l == nil {

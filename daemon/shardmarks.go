@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -74,13 +75,21 @@ func (d *daemon) dressLease(l *coordinationv1.Lease) {
 // noteListedScopes keeps each watch's first list's resourceVersion for the
 // Lease's next write (annListed), unless there are too many to publish.
 func (d *daemon) noteListedScopes(listed map[string]string) {
-	b, err := json.Marshal(listed)
+	publish(&d.listedScopes, listed)
+}
+
+// publish puts m, as JSON, where dressLease takes it for the Lease's next
+// write; nothing (nil) when it is more than marksMax. It reports whether
+// it fit.
+func publish(to *atomic.Pointer[string], m map[string]string) bool {
+	b, err := json.Marshal(m)
 	if err != nil || len(b) > marksMax {
-		d.listedScopes.Store(nil)
-		return
+		to.Store(nil)
+		return false
 	}
 	v := string(b)
-	d.listedScopes.Store(&v)
+	to.Store(&v)
+	return true
 }
 
 // prevMarksOf is what the holder of Lease l (as read before this process
@@ -100,8 +109,9 @@ func prevMarksOf(l *coordinationv1.Lease, cur state.MovedFrom) string {
 	return ""
 }
 
-// parseMarks reads an annMarks value (nil: none, or not marks).
-func parseMarks(v string) map[string]string {
+// stringMap reads an annotation that publish wrote (annMarks, annListed);
+// nil: none, or not such a map.
+func stringMap(v string) map[string]string {
 	if v == "" {
 		return nil
 	}
@@ -119,20 +129,12 @@ func (d *daemon) noteMarks(store *state.Store) {
 		d.log.Warn("state: cannot read the marks off the file; the Lease keeps the last ones", "err", err)
 		return
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return
+	fit := publish(&d.marks, m)
+	if !fit && !d.marksTooMany {
+		d.log.Warn("state: too many scopes to publish their marks on the Lease; after a reshard, objects that moved from this shard are compared by time (an update that only removes fields may be missed)",
+			"scopes", len(m), "max", marksMax)
 	}
-	if len(b) > marksMax {
-		if d.marks.Swap(nil) != nil || !d.marksTooMany {
-			d.log.Warn("state: too many scopes to publish their marks on the Lease; after a reshard, objects that moved from this shard are compared by time (an update that only removes fields may be missed)",
-				"bytes", len(b), "max", marksMax)
-		}
-		d.marksTooMany = true
-		return
-	}
-	s := string(b)
-	d.marks.Store(&s)
+	d.marksTooMany = !fit
 }
 
 // publishMarks keeps the marks current, every marksEvery, from listed

@@ -40,7 +40,7 @@ func (d *daemon) specNow() state.MovedFrom {
 }
 
 // noteMovedFrom keeps in the file, once per reshard, when each shard of the
-// previous spec last ran, as their Leases say (leaseEnd): an object that
+// previous spec last ran, as their Leases say (leasePast): an object that
 // moved in is compared with its old owner's end (watcher, reshard.go). A
 // file that ran before knows the previous spec (r, when it changed); a new
 // file (or one forgotten) is a shard new to the set when its own Lease did
@@ -161,12 +161,6 @@ func (d *daemon) previousSpec(ctx context.Context) (state.MovedFrom, bool) {
 	return state.MovedFrom{}, false
 }
 
-// peerEnd is when shard index of spec prev last ran, as its Lease says.
-func (d *daemon) peerEnd(ctx context.Context, prev state.MovedFrom, index int) (time.Time, bool) {
-	at, _, ok := d.peerPast(ctx, prev, index)
-	return at, ok
-}
-
 // peerPast is what the Lease of shard index of spec prev says of it: when
 // it last ran, and the marks it published then (nil: none).
 func (d *daemon) peerPast(ctx context.Context, prev state.MovedFrom, index int) (time.Time, map[string]string, bool) {
@@ -186,13 +180,6 @@ func (d *daemon) peerPast(ctx context.Context, prev state.MovedFrom, index int) 
 	return leasePast(l, prev, true)
 }
 
-// leaseEnd is when the holder of Lease l under spec prev stopped, as l
-// says (leasePast).
-func leaseEnd(l *coordinationv1.Lease, prev state.MovedFrom, plain bool) (time.Time, bool) {
-	at, _, ok := leasePast(l, prev, plain)
-	return at, ok
-}
-
 // leasePast is what Lease l says of its holder under spec prev: when it
 // stopped, and the marks it published (annMarks; nil: none). l still shows
 // prev (plain: it is the Lease of a process without shards, which writes no
@@ -209,7 +196,7 @@ func leasePast(l *coordinationv1.Lease, prev state.MovedFrom, plain bool) (time.
 		if l.Spec.RenewTime == nil {
 			return time.Time{}, nil, false
 		}
-		return time.Unix(l.Spec.RenewTime.Unix(), 0), parseMarks(l.Annotations[annMarks]), true
+		return time.Unix(l.Spec.RenewTime.Unix(), 0), stringMap(l.Annotations[annMarks]), true
 	case !shows:
 		return time.Time{}, nil, false
 	}
@@ -218,7 +205,7 @@ func leasePast(l *coordinationv1.Lease, prev state.MovedFrom, plain bool) (time.
 	if !ok || err != nil || !sameSpec(p, prev) {
 		return time.Time{}, nil, false
 	}
-	return time.Unix(sec, 0), parseMarks(l.Annotations[annPrevMarks]), true
+	return time.Unix(sec, 0), stringMap(l.Annotations[annPrevMarks]), true
 }
 
 // leaseOf names the Lease of shard index (under any spec with shards).

@@ -76,20 +76,20 @@ func TestLeaseEndEitherOrder(t *testing.T) {
 	want := time.Unix(ended.Unix(), 0)
 	reader := shardDaemon(t, kube, ns, 3, 2)
 	prev := state.MovedFrom{Count: 2}
-	before, ok := reader.peerEnd(t.Context(), prev, 0)
+	before, _, ok := reader.peerPast(t.Context(), prev, 0)
 	if !ok || !before.Equal(want) {
 		t.Fatalf("read before the takeover: %v (%v), want %v", before, ok, want)
 	}
 	takeOver(t, shardDaemon(t, kube, ns, 3, 0), "new-0")
-	after, ok := reader.peerEnd(t.Context(), prev, 0)
+	after, _, ok := reader.peerPast(t.Context(), prev, 0)
 	if !ok || !after.Equal(before) {
 		t.Errorf("read after the takeover: %v (%v), want %v as before", after, ok, before)
 	}
 	takeOver(t, shardDaemon(t, kube, ns, 3, 0), "standby-0")
-	if again, ok := reader.peerEnd(t.Context(), prev, 0); !ok || !again.Equal(before) {
+	if again, _, ok := reader.peerPast(t.Context(), prev, 0); !ok || !again.Equal(before) {
 		t.Errorf("after a standby of the new spec took it: %v (%v), want %v", again, ok, before)
 	}
-	if _, ok := reader.peerEnd(t.Context(), state.MovedFrom{Count: 4}, 0); ok {
+	if _, _, ok := reader.peerPast(t.Context(), state.MovedFrom{Count: 4}, 0); ok {
 		t.Error("a Lease tells the end of a spec it never showed")
 	}
 
@@ -134,8 +134,8 @@ func TestNextLeaseLabels(t *testing.T) {
 	if again := nextLeaseLabels(taken, cur, now.Add(time.Hour)); again[labelPrevEnded] != "1800000000" || again[labelPrevCount] != "2" {
 		t.Errorf("the same spec again: %v", again)
 	}
-	a, okA := leaseEnd(old, state.MovedFrom{Count: 2}, false)
-	b, okB := leaseEnd(taken, state.MovedFrom{Count: 2}, false)
+	a, _, okA := leasePast(old, state.MovedFrom{Count: 2}, false)
+	b, _, okB := leasePast(taken, state.MovedFrom{Count: 2}, false)
 	if !okA || !okB || !a.Equal(b) {
 		t.Errorf("before the takeover %v (%v), after %v (%v): want the same second", a, okA, b, okB)
 	}

@@ -241,7 +241,7 @@ func listingOf(l *coordinationv1.Lease, cur state.MovedFrom, after string, runni
 	if !shows || !sameSpec(s, cur) || l.Labels[labelListed] != "1" || rv == "" || (!running && !laterRV(rv, after)) {
 		return listing{}, false
 	}
-	return listing{rv: rv, scopes: parseMarks(l.Annotations[annListed])}, true
+	return listing{rv: rv, scopes: stringMap(l.Annotations[annListed])}, true
 }
 
 // laterRV reports whether resourceVersion rv is later than after ("":
