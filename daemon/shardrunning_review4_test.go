@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -25,23 +24,8 @@ import (
 func TestSettleIgnoresADeadUnreleasedLeaseOfAnEarlierSet(t *testing.T) {
 	t.Parallel()
 	kube, x, ns, old, one := movedSetUpAfter(t, func(kube kubernetes.Interface, ns string) {
-		era1 := shardDaemon(t, kube, ns, 3, 2)
-		takeOver(t, era1, "era1-2")
-		era1.joined()
-		renew(t, era1, "era1-2")
-		era1.listed()
-		renew(t, era1, "era1-2")
-		renew(t, era1, "era1-2")
-		// Killed: no release. Its last renewal was in era 1, long ago.
-		l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), "dw-2", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		then := metav1.NewMicroTime(time.Now().Add(-2 * time.Hour))
-		l.Spec.RenewTime, l.Spec.AcquireTime = &then, &then
-		if _, err := kube.CoordinationV1().Leases(ns).Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		era1Listed(t, kube, ns)
+		killedLongAgo(t, kube, ns, "dw-2") // killed: no release, its last renewal long ago
 	})
 	one.settleWait = 3 * time.Second
 	start := time.Now()
@@ -69,46 +53,12 @@ func TestSettleIgnoresADeadUnreleasedLeaseOfAnEarlierSet(t *testing.T) {
 // its record; the new shard 2 never sees x: its delete is in no file, lost.
 func TestSettleDeadUnreleasedLeaseLosesADelete(t *testing.T) {
 	t.Parallel()
-	kube := kubernetes.NewForConfigOrDie(env.Config)
-	ns := oldSetStopped(t, kube, 2, time.Now().Add(-time.Hour).Truncate(time.Second))
-	x := movedObject(t, kube, ns)
-	era1 := shardDaemon(t, kube, ns, 3, 2)
-	takeOver(t, era1, "era1-2")
-	era1.joined()
-	renew(t, era1, "era1-2")
-	era1.listed()
-	renew(t, era1, "era1-2")
-	renew(t, era1, "era1-2")
-	l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), "dw-2", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	then := metav1.NewMicroTime(time.Now().Add(-2 * time.Hour))
-	l.Spec.RenewTime, l.Spec.AcquireTime = &then, &then
-	if _, err := kube.CoordinationV1().Leases(ns).Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The 2-shard set ran after era 1: its holders renewed their Leases.
-	for i := range 2 {
-		l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), fmt.Sprintf("dw-%d", i), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		renewed := metav1.NewMicroTime(l.Spec.RenewTime.Add(time.Second))
-		l.Spec.RenewTime = &renewed
-		if _, err := kube.CoordinationV1().Leases(ns).Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	old, one := movedFileAndShard1(t, kube, ns, x)
-	if err := kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), x.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	_, _, uid, old, one := deadEra1Lease2(t)
 	one.settleWait = 3 * time.Second
 	if err := one.shardState(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
-	if !holds(old, string(x.UID)) {
+	if !holds(old, uid) {
 		t.Errorf("x was deleted before the new shard 2 started, yet shard 1 dropped its record: it took shard 2's dead era-1 Lease (first poll: \"running\") for its listing and listed at era 1's resourceVersion, where x existed; x's delete is in no file")
 	}
 }

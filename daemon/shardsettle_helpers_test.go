@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,4 +58,52 @@ func movedFileAndShard1(t *testing.T, kube kubernetes.Interface, ns string, x *c
 	one.o.Informers, one.o.Discovery = informers, discovery.NewDiscoveryClientForConfigOrDie(env.Config)
 	takeOver(t, one, "new-1")
 	return old, one
+}
+
+// era1Listed is shard 2 of a 3-shard set of an earlier era taking dw-2 over,
+// bringing its file to its spec, listing and saying so (two renewals: the
+// second gives listed-rv). Its holder is then stopped (releaseLease) or
+// killed (killedLongAgo) by the caller.
+func era1Listed(t *testing.T, kube kubernetes.Interface, ns string) *daemon {
+	t.Helper()
+	era1 := shardDaemon(t, kube, ns, 3, 2)
+	takeOver(t, era1, "era1-2")
+	era1.joined()
+	renew(t, era1, "era1-2")
+	era1.listed()
+	renew(t, era1, "era1-2")
+	renew(t, era1, "era1-2")
+	return era1
+}
+
+// killedLongAgo makes Lease name in ns one whose holder was killed two
+// hours ago: still held, last renewed then.
+func killedLongAgo(t *testing.T, kube kubernetes.Interface, ns, name string) {
+	t.Helper()
+	l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	then := metav1.NewMicroTime(time.Now().Add(-2 * time.Hour))
+	l.Spec.RenewTime, l.Spec.AcquireTime = &then, &then
+	if _, err := kube.CoordinationV1().Leases(ns).Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// oldSetRanSince renews the Leases of oldSetStopped's 2-shard set once
+// more: that set ran after an earlier era.
+func oldSetRanSince(t *testing.T, kube kubernetes.Interface, ns string) {
+	t.Helper()
+	for i := range 2 {
+		l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), fmt.Sprintf("dw-%d", i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		renewed := metav1.NewMicroTime(l.Spec.RenewTime.Add(time.Second))
+		l.Spec.RenewTime = &renewed
+		if _, err := kube.CoordinationV1().Leases(ns).Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,19 +20,7 @@ func movedSetUpAfter(t *testing.T, before func(kube kubernetes.Interface, ns str
 	ns := oldSetStopped(t, kube, 2, time.Now().Add(-time.Hour).Truncate(time.Second))
 	if before != nil {
 		before(kube, ns)
-		// The old set (count 2) ran after that era: its holders renewed
-		// their Leases then.
-		for i := range 2 {
-			l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), fmt.Sprintf("dw-%d", i), metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			renewed := metav1.NewMicroTime(l.Spec.RenewTime.Add(time.Second))
-			l.Spec.RenewTime = &renewed
-			if _, err := kube.CoordinationV1().Leases(ns).Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		oldSetRanSince(t, kube, ns) // the old set (count 2) ran after that era
 	}
 	x := movedObject(t, kube, ns)
 	old, one := movedFileAndShard1(t, kube, ns, x)
@@ -51,13 +38,7 @@ func movedSetUpAfter(t *testing.T, before func(kube kubernetes.Interface, ns str
 func TestSettleIgnoresAStaleListedLeaseOfAnEarlierSet(t *testing.T) {
 	t.Parallel()
 	kube, x, ns, old, one := movedSetUpAfter(t, func(kube kubernetes.Interface, ns string) {
-		era1 := shardDaemon(t, kube, ns, 3, 2)
-		takeOver(t, era1, "era1-2")
-		era1.joined()
-		renew(t, era1, "era1-2")
-		era1.listed()
-		renew(t, era1, "era1-2")
-		renew(t, era1, "era1-2")
+		era1 := era1Listed(t, kube, ns)
 		if err := releaseLease(era1.join, "era1-2", 5*time.Second); err != nil {
 			t.Fatal(err)
 		}

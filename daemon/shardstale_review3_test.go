@@ -30,13 +30,7 @@ import (
 func TestSettleIgnoresAStaleListedLeaseWhenItsOwnLeaseIsGone(t *testing.T) {
 	t.Parallel()
 	kube, x, ns, old, _ := movedSetUpAfter(t, func(kube kubernetes.Interface, ns string) {
-		era1 := shardDaemon(t, kube, ns, 3, 2)
-		takeOver(t, era1, "era1-2")
-		era1.joined()
-		renew(t, era1, "era1-2")
-		era1.listed()
-		renew(t, era1, "era1-2")
-		renew(t, era1, "era1-2")
+		era1 := era1Listed(t, kube, ns)
 		if err := releaseLease(era1.join, "era1-2", 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
@@ -93,13 +87,7 @@ func (f *failFirstGet) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestSettleIgnoresAStaleListedLeaseWhenItsOwnLeaseReadFails(t *testing.T) {
 	t.Parallel()
 	kube, x, ns, old, _ := movedSetUpAfter(t, func(kube kubernetes.Interface, ns string) {
-		era1 := shardDaemon(t, kube, ns, 3, 2)
-		takeOver(t, era1, "era1-2")
-		era1.joined()
-		renew(t, era1, "era1-2")
-		era1.listed()
-		renew(t, era1, "era1-2")
-		renew(t, era1, "era1-2")
+		era1 := era1Listed(t, kube, ns)
 		if err := releaseLease(era1.join, "era1-2", 5*time.Second); err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -22,33 +21,9 @@ func deadEra1Lease2(t *testing.T) (kubernetes.Interface, string, string, *state.
 	kube := kubernetes.NewForConfigOrDie(env.Config)
 	ns := oldSetStopped(t, kube, 2, time.Now().Add(-time.Hour).Truncate(time.Second))
 	x := movedObject(t, kube, ns)
-	era1 := shardDaemon(t, kube, ns, 3, 2)
-	takeOver(t, era1, "era1-2")
-	era1.joined()
-	renew(t, era1, "era1-2")
-	era1.listed()
-	renew(t, era1, "era1-2")
-	renew(t, era1, "era1-2")
-	l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), "dw-2", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	then := metav1.NewMicroTime(time.Now().Add(-2 * time.Hour))
-	l.Spec.RenewTime, l.Spec.AcquireTime = &then, &then
-	if _, err := kube.CoordinationV1().Leases(ns).Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 {
-		l, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), fmt.Sprintf("dw-%d", i), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		renewed := metav1.NewMicroTime(l.Spec.RenewTime.Add(time.Second))
-		l.Spec.RenewTime = &renewed
-		if _, err := kube.CoordinationV1().Leases(ns).Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	era1Listed(t, kube, ns)
+	killedLongAgo(t, kube, ns, "dw-2")
+	oldSetRanSince(t, kube, ns)
 	old, one := movedFileAndShard1(t, kube, ns, x)
 	if err := kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), x.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
