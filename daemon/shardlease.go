@@ -34,6 +34,11 @@ const (
 	labelPrevCount = "dynwatch.io/shard-prev-count"
 	labelPrevBy    = "dynwatch.io/shard-prev-by"
 	labelPrevEnded = "dynwatch.io/shard-prev-ended"
+	// labelPrevRV is the resourceVersion of the Lease as that spec's holder
+	// last wrote it: a new shard's listing counts for the records set aside
+	// only if it came later (listedAfter), also for a process of this spec
+	// killed before it kept that in its file.
+	labelPrevRV = "dynwatch.io/shard-prev-rv"
 )
 
 // shardLeaseLabels are the labels this shard writes on its Lease name while
@@ -70,8 +75,11 @@ func nextLeaseLabels(l *coordinationv1.Lease, cur state.MovedFrom, now time.Time
 		if l.Spec.RenewTime != nil {
 			out[labelPrevEnded] = strconv.FormatInt(l.Spec.RenewTime.Unix(), 10)
 		}
+		if l.ResourceVersion != "" {
+			out[labelPrevRV] = l.ResourceVersion
+		}
 	case ok:
-		for _, k := range []string{labelPrevCount, labelPrevBy, labelPrevEnded} {
+		for _, k := range []string{labelPrevCount, labelPrevBy, labelPrevEnded, labelPrevRV} {
 			if v, kept := l.Labels[k]; kept {
 				out[k] = v
 			}

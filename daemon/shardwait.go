@@ -120,9 +120,10 @@ func (d *daemon) awaitListed(ctx context.Context, store *state.Store, prev state
 }
 
 // listedAfter is the resourceVersion after which a new shard's listing
-// counts for the records set aside: that of this shard's Lease as it was
-// before this process wrote it (its holder under the spec the records were
-// recorded under wrote it last), kept in the file the first time (a process
+// counts for the records set aside: that of this shard's Lease as its
+// holder under the spec the records were recorded under wrote it last (the
+// Lease before this process wrote it, or, if a process of this spec wrote
+// it since, labelPrevRV), kept in the file the first time (a process
 // killed while it settles sees its own Lease at its next start); "none"
 // when this process read none (none, or it could not read it): a Lease that
 // does not run then never counts.
@@ -131,8 +132,16 @@ func (d *daemon) listedAfter(store *state.Store) (string, error) {
 		return rv, nil
 	}
 	rv := "none"
-	if d.ownLease != nil {
-		rv = d.ownLease.ResourceVersion
+	if l := d.ownLease; l != nil {
+		rv = l.ResourceVersion
+		if s, ok := leaseSpec(l.Labels, labelShardCount, labelShardBy); ok && sameSpec(s, d.specNow()) {
+			// A process of this spec wrote it already (killed before it
+			// kept this in the file): the old spec's last write is kept.
+			rv = l.Labels[labelPrevRV]
+			if rv == "" {
+				rv = "none"
+			}
+		}
 	}
 	if err := store.SetListedAfter(rv); err != nil {
 		return "", fmt.Errorf("keep the records set aside: %w", err)
