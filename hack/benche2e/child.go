@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,7 +47,6 @@ import (
 //	LAT <ns>      one update seen, ns after the parent wrote it
 //	CPU <ns>      its CPU time so far, on the parent's "CPU" line on stdin
 //	RSS <bytes>   its peak RSS (VmHWM), as it exits
-//	ANON <bytes>  its peak anonymous RSS (sampled), as it exits
 //	STAT <goroutines> <bytes>  on "STAT": goroutines and live heap (after a GC)
 //	REQS <discovery> <resources> <goroutines>  dynwatch, after HEAP: discovery
 //	              requests so far, resources listed or watched, goroutines
@@ -144,7 +142,6 @@ func runChild(c *child) error {
 	if run == nil {
 		return fmt.Errorf("unknown mode %q", c.mode)
 	}
-	anon := sampleAnon(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- run(ctx, cfg, synced) }()
 	go func() {
@@ -163,35 +160,7 @@ func runChild(c *child) error {
 	err = <-errc
 	// Its own peak RSS: the rusage's counts the parent's memory at the fork.
 	c.say("RSS %d", peakRSS("self"))
-	c.say("ANON %d", anon())
 	return err
-}
-
-// sampleAnon reads the process's anonymous resident memory (RssAnon: its
-// heap, stacks and runtime, not the pages of its binary, which VmHWM counts
-// too) every 10 ms until ctx ends; the result returns the highest reading.
-// The kernel keeps no high-water mark of it, hence the sampling: a peak
-// shorter than 10 ms can be missed.
-func sampleAnon(ctx context.Context) func() int64 {
-	var peak atomic.Int64
-	read := func() {
-		if n := statusKB("self", "RssAnon:") * 1024; n > peak.Load() {
-			peak.Store(n)
-		}
-	}
-	go func() {
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				read()
-			}
-		}
-	}()
-	return func() int64 { read(); return peak.Load() }
 }
 
 // peakRSS is the high-water mark of a process's resident memory (VmHWM, of
@@ -443,11 +412,15 @@ func apiPath(v variant, ns string) []string {
 	return append(p, "namespaces", ns, v.gvr.Resource)
 }
 
+// suffix ends the names of the child's profiles: each run of a mode keeps
+// its own (the process id tells them apart); pprof merges the runs when
+// given their files together (go tool pprof -top DIR/dynwatch.*.cpu).
 func (c *child) suffix() string {
+	s := ""
 	if c.state != "" {
-		return "-state"
+		s = "-state"
 	}
-	return ""
+	return s + "." + strconv.Itoa(os.Getpid())
 }
 
 // profile writes a CPU profile of the process to path.cpu until stop.

@@ -76,7 +76,7 @@ func main() {
 	flag.BoolVar(&o.shardsOnly, "shards-only", false, "run only the sharded run")
 	flag.IntVar(&c.shardCount, "shard-count", 0, "internal: the child's shards.count (dynwatch)")
 	flag.IntVar(&c.shardIndex, "shard-index", 0, "internal: the child's shards.index (dynwatch)")
-	flag.StringVar(&c.profile, "profile", "", "write CPU and heap profiles of every measured process into this directory")
+	flag.StringVar(&c.profile, "profile", "", "write CPU and heap profiles of every measured process into this directory (made if missing), one set per run, named mode.pid")
 	flag.Parse()
 	if c.mode != "" {
 		c.v = variantNamed(variantName)
@@ -101,6 +101,12 @@ func main() {
 		o.curve = append(o.curve, n)
 	}
 	o.profile = c.profile
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-e2e: -profile:", err)
+			os.Exit(2)
+		}
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-e2e:", err)
 		os.Exit(1)
@@ -257,7 +263,7 @@ func syncOnce(o options, env *testenv.Env, v variant, ns string, s syncRun) (syn
 	if err := p.stop(); err != nil {
 		return syncResult{}, err
 	}
-	return syncResult{label: s.label, sync: p.sync, heap: p.heap, rss: p.rss, anon: p.anon, cpu: p.cpu,
+	return syncResult{label: s.label, sync: p.sync, heap: p.heap, rss: p.rss, anon: p.anon.Load(), cpu: p.cpu,
 		discovery: p.discovery, resources: p.resources, goroutines: p.goroutines}, nil
 }
 

@@ -35,6 +35,7 @@ func startPeer(path, args, kubeconfig, ns string) (*proc, error) {
 	}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	go p.watchCPU(began, 2*time.Second)
+	go p.sampleAnon()
 	return p, nil
 }
 
