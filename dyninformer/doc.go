@@ -1,5 +1,5 @@
-// Package dyninformer runs one shared informer per watched resource and
-// namespace scope, started and stopped while the program runs, and turns what
+// Package dyninformer runs one informer per watched resource and namespace
+// scope, started and stopped while the program runs, and turns what
 // they see into events whose objects are JSON bytes.
 //
 // Its informers never decode objects into maps: list pages and watch frames are

@@ -10,7 +10,7 @@ func (m *Manager) Objects(k Key) []*Object {
 	if !ok {
 		return nil
 	}
-	items := e.informer.GetStore().List()
+	items := e.store.List()
 	out := make([]*Object, 0, len(items))
 	for _, it := range items {
 		if o, ok := it.(*Object); ok {

@@ -16,10 +16,11 @@ import (
 )
 
 type entry struct {
-	watch    Watch
-	informer cache.SharedIndexInformer
-	handled  cache.ResourceEventHandlerRegistration
-	cancel   context.CancelFunc
+	watch Watch
+	// store is the informer's cache; ctrl runs it (controller.go).
+	store  cache.Store
+	ctrl   cache.Controller
+	cancel context.CancelFunc
 	// known marks informers whose initial list holds objects that are not new
 	// to dynwatch: those that start with it or with a reload, or that replace a
 	// watch on another version of the same resource. The adds of their initial
@@ -109,35 +110,32 @@ func (m *Manager) newEntry(w Watch) *entry {
 	// The client streams the initial list as watch events when client-go's
 	// WatchListClient feature is on (KUBE_FEATURE_WatchListClient), and lists
 	// in pages when it is off; its decoder serves both.
-	e.informer = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, m.client), &Object{},
-		cache.SharedIndexInformerOptions{ResyncPeriod: m.resync, ObjectDescription: k.GVR.String()})
-	_ = e.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		m.watchError(e, err)
-	})
-	e.handled, _ = e.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) {
-			ev := m.event(e, event.Add, obj, nil)
-			if ev != nil {
-				ev.Origin, ev.Epoch = e.origin(initial), e.epoch
-				m.hand(e, ev)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			if replaced(oldObj, newObj) {
-				// A relist after a watch gap (410 Gone) found another object
-				// under the name: the old one was deleted and a new one made.
-				m.hand(e, m.event(e, event.Delete, oldObj, nil), m.event(e, event.Add, newObj, nil))
-				return
-			}
-			m.hand(e, m.event(e, event.Update, newObj, oldObj))
-		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			m.hand(e, m.event(e, event.Delete, obj, nil))
-		},
-	})
+	onErr := func(_ context.Context, _ *cache.Reflector, err error) { m.watchError(e, err) }
+	e.store, e.ctrl = newController(cache.ToListWatcherWithWatchListSemantics(lw, m.client), m.resync, k.GVR.String(), onErr,
+		cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: func(obj any, initial bool) {
+				ev := m.event(e, event.Add, obj, nil)
+				if ev != nil {
+					ev.Origin, ev.Epoch = e.origin(initial), e.epoch
+					m.hand(e, ev)
+				}
+			},
+			UpdateFunc: func(oldObj, newObj any) {
+				if replaced(oldObj, newObj) {
+					// A relist after a watch gap (410 Gone) found another object
+					// under the name: the old one was deleted and a new one made.
+					m.hand(e, m.event(e, event.Delete, oldObj, nil), m.event(e, event.Add, newObj, nil))
+					return
+				}
+				m.hand(e, m.event(e, event.Update, newObj, oldObj))
+			},
+			DeleteFunc: func(obj any) {
+				if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = t.Obj
+				}
+				m.hand(e, m.event(e, event.Delete, obj, nil))
+			},
+		})
 	return e
 }
 

@@ -14,7 +14,8 @@ import (
 )
 
 // Handler receives every event with the watch it came from. It is called from
-// the informer's own goroutine, so it must hand work on and return quickly.
+// the goroutine that pops the informer's FIFO, so it must hand work on and
+// return quickly: while it runs, what the watch brings waits in the FIFO.
 // Calls for one watch are serial (Replay's included), and none comes after
 // the Set that stopped the watch has returned; so a handler must not call Set
 // or Replay, which wait for its calls.
@@ -187,12 +188,12 @@ func (m *Manager) Replay(k Key, epoch uint64) bool {
 	m.mu.Lock()
 	e, ok := m.entries[k]
 	m.mu.Unlock()
-	if !ok || !e.handled.HasSynced() {
+	if !ok || !e.ctrl.HasSynced() {
 		return false
 	}
 	// One call for the whole cache: the informer's own calls wait for it.
 	return e.calls.serial(func() {
-		for _, obj := range e.informer.GetStore().List() {
+		for _, obj := range e.store.List() {
 			if ev := m.event(e, event.Add, obj, nil); ev != nil {
 				ev.Origin, ev.Epoch = event.InitialList, epoch
 				m.handler(k, ev)
@@ -268,6 +269,6 @@ func (m *Manager) start(e *entry) {
 	m.log.Info("watching", "resource", e.watch.Key().String())
 	go func() {
 		defer m.wg.Done()
-		e.informer.RunWithContext(ctx)
+		e.ctrl.RunWithContext(ctx)
 	}()
 }
