@@ -94,7 +94,7 @@ func handlerAsksSynced(t *testing.T, stages func() []stage, want int64, slow tim
 	var ours askingHandler
 	ours.slow = slow
 	_, ctrl := newController((&scriptedSource{stages: stages()}).listWatch(), 0, "test", nil, ours.handler())
-	ctrlSynced := ctrl.HasSynced
+	ctrlSynced := func() bool { return hasSynced(ctrl) }
 	ours.synced.Store(&ctrlSynced)
 	go ctrl.RunWithContext(ctx)
 
@@ -162,7 +162,7 @@ func TestReviewSyncedAnswersWhileAHandlerCallRuns(t *testing.T) {
 		t.Fatal("the handler was never called with the update")
 	}
 	answered := make(chan bool, 1)
-	go func() { answered <- ctrl.HasSynced() }()
+	go func() { answered <- hasSynced(ctrl) }()
 	select {
 	case synced := <-answered:
 		if !synced {
@@ -200,12 +200,12 @@ func TestReviewNotSyncedWhileTheInitialListIsHandedOver(t *testing.T) {
 		t.Fatal("the initial list never reached the handler")
 	}
 	time.Sleep(100 * time.Millisecond)
-	if ctrl.HasSynced() {
+	if hasSynced(ctrl) {
 		t.Fatal("synced while the handler is still being handed the initial list")
 	}
 	close(release)
 	deadline := time.Now().Add(10 * time.Second)
-	for !ctrl.HasSynced() {
+	for !hasSynced(ctrl) {
 		if time.Now().After(deadline) {
 			t.Fatal("not synced once the initial list was handed over")
 		}

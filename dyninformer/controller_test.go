@@ -193,8 +193,8 @@ func TestControllerTellsWhatTheSharedInformerTold(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond) // nothing more comes
-	if !ctrl.HasSynced() || !reg.HasSynced() {
-		t.Fatalf("synced: ours %v, theirs %v", ctrl.HasSynced(), reg.HasSynced())
+	if !hasSynced(ctrl) || !reg.HasSynced() {
+		t.Fatalf("synced: ours %v, theirs %v", hasSynced(ctrl), reg.HasSynced())
 	}
 	if got := theirs.got(); !slices.Equal(got, want) {
 		t.Fatalf("the shared informer's calls are not the script's (the test is wrong):\n got %q\nwant %q", got, want)
@@ -288,7 +288,7 @@ func TestControllerReportsListErrors(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the list's error was not reported")
 	}
-	if ctrl.HasSynced() || len(got.got()) != 0 {
-		t.Fatalf("synced %v, calls %q", ctrl.HasSynced(), got.got())
+	if hasSynced(ctrl) || len(got.got()) != 0 {
+		t.Fatalf("synced %v, calls %q", hasSynced(ctrl), got.got())
 	}
 }

@@ -15,7 +15,9 @@ import (
 
 // Handler receives every event with the watch it came from. It is called from
 // the goroutine that pops the informer's FIFO, so it must hand work on and
-// return quickly: while it runs, what the watch brings waits in the FIFO.
+// return quickly: while it runs, what the watch brings waits in the FIFO
+// (past 2000 queued, in the watch itself). It may ask HasSynced, KeySynced and
+// Statuses, which never wait for a handler call.
 // Calls for one watch are serial (Replay's included), and none comes after
 // the Set that stopped the watch has returned; so a handler must not call Set
 // or Replay, which wait for its calls.
@@ -188,7 +190,7 @@ func (m *Manager) Replay(k Key, epoch uint64) bool {
 	m.mu.Lock()
 	e, ok := m.entries[k]
 	m.mu.Unlock()
-	if !ok || !e.ctrl.HasSynced() {
+	if !ok || !hasSynced(e.ctrl) {
 		return false
 	}
 	// One call for the whole cache: the informer's own calls wait for it.

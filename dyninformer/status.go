@@ -15,7 +15,7 @@ func (m *Manager) HasSynced() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, e := range m.entries {
-		if !e.ctrl.HasSynced() {
+		if !hasSynced(e.ctrl) {
 			return false
 		}
 	}
@@ -31,7 +31,7 @@ func (m *Manager) KeySynced(k Key) (synced, ok bool) {
 	if !ok {
 		return false, false
 	}
-	return e.ctrl.HasSynced(), true
+	return hasSynced(e.ctrl), true
 }
 
 // WaitForSync blocks until every informer has synced or ctx is done.
@@ -64,7 +64,7 @@ func (m *Manager) Statuses() []Status {
 	m.mu.Lock()
 	out := make([]Status, 0, len(m.entries))
 	for k, e := range m.entries {
-		st := Status{Key: k, Synced: e.ctrl != nil && e.ctrl.HasSynced(), Objects: len(e.store.ListKeys())}
+		st := Status{Key: k, Synced: e.ctrl != nil && hasSynced(e.ctrl), Objects: len(e.store.ListKeys())}
 		if ns := e.seen.Load(); ns > 0 {
 			st.LastEvent = time.Unix(0, ns)
 		}
