@@ -292,3 +292,55 @@ func TestControllerReportsListErrors(t *testing.T) {
 		t.Fatalf("synced %v, calls %q", hasSynced(ctrl), got.got())
 	}
 }
+
+// TestControllerFloodTellsWhatTheSharedInformerTold: 3000 watch events on 16
+// objects (changes, deletes, the same names made again) that queue up at once,
+// so that the FIFO pops them in batches and holds its lock past 2000 queued:
+// the handler is told each of them, in the order the watch brought them, as
+// the shared informer's handler is.
+func TestControllerFloodTellsWhatTheSharedInformerTold(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var events []watch.Event
+	uids := map[string]string{}
+	for i := range 3000 {
+		key := fmt.Sprintf("ns/o%d", (i*7)%16)
+		rv := fmt.Sprint(100 + i)
+		switch uid, ok := uids[key]; {
+		case !ok:
+			uids[key] = fmt.Sprintf("u%d", i)
+			events = append(events, watch.Event{Type: watch.Added, Object: testObject(t, key, uids[key], rv)})
+		case i%5 == 0:
+			delete(uids, key)
+			events = append(events, watch.Event{Type: watch.Deleted, Object: testObject(t, key, uid, rv)})
+		default:
+			events = append(events, watch.Event{Type: watch.Modified, Object: testObject(t, key, uid, rv)})
+		}
+	}
+	flood := func() []stage { return []stage{{rv: "10", events: events}} }
+	var ours, theirs calls
+	_, ctrl := newController((&scriptedSource{stages: flood()}).listWatch(), 0, "test", nil, ours.handler())
+	shared := cache.NewSharedIndexInformerWithOptions((&scriptedSource{stages: flood()}).listWatch(), &Object{}, cache.SharedIndexInformerOptions{ObjectDescription: "test"})
+	if _, err := shared.AddEventHandler(theirs.handler()); err != nil {
+		t.Fatal(err)
+	}
+	go ctrl.RunWithContext(ctx)
+	go shared.RunWithContext(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(ours.got()) < len(events) || len(theirs.got()) < len(events) {
+		if time.Now().After(deadline) {
+			t.Fatalf("calls: ours %d, theirs %d, of %d", len(ours.got()), len(theirs.got()), len(events))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	got, want := ours.got(), theirs.got()
+	if !slices.Equal(got, want) {
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Fatalf("call %d: ours %q, theirs %q", i, got[i], want[i])
+			}
+		}
+		t.Fatalf("ours %d calls, theirs %d", len(got), len(want))
+	}
+}
