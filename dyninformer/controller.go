@@ -47,7 +47,8 @@ func newController(lw cache.ListerWatcher, resync time.Duration, desc string, on
 }
 
 // hasSynced reports whether c's informer has handed its whole initial list to
-// the handler (or was handed a change before any list). It reads the FIFO's
+// the handler (or a change was queued before any list: the reflector lists
+// first, so that does not happen). It reads the FIFO's
 // synced channel, which the FIFO closes once the last item of its first
 // Replace has been processed, and never the FIFO's HasSynced, which takes the
 // FIFO's lock: the FIFO holds that lock while the handler runs whenever 2000
@@ -89,10 +90,12 @@ func (p *applier) apply(obj any, initial bool) error {
 
 // applyBatch is the controller's ProcessBatch (InOrderInformersBatchProcess,
 // on by default): changes of distinct objects that the FIFO popped together,
-// applied in order, each told to the handler before the next is applied, so
-// that the store never holds what the handler has yet to be told (what Replay
-// hands over between two calls). A batch costs the FIFO one lock and one pop
-// for up to 1000 changes.
+// applied in order, each told to the handler before the next is applied
+// (client-go's shared informer applies a whole batch, then tells each): the
+// store runs ahead of what the handler was told by one change at most, which
+// a Replay between two calls may hand over as well (a repeat, never a loss).
+// A batch costs the FIFO one lock and one pop for up to 1000 changes. A
+// change the store refuses is dropped, as the FIFO and client-go drop it.
 func (p *applier) applyBatch(ds []cache.Delta, initial bool) error {
 	var errs []error
 	for _, d := range ds {
