@@ -26,7 +26,7 @@ type listing struct {
 	// prev is what the file knows of the previous shard spec, once read
 	// (previous).
 	prev *previousSpec
-	diff      bool // the list is of objects known before (start, reload, move): compare
+	diff bool // the list is of objects known before (start, reload, move): compare
 	// moved: the watch replaced one on another version while dynwatch ran; what
 	// changed in between is live, not a replay.
 	moved bool
