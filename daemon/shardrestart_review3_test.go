@@ -26,13 +26,7 @@ func TestMovedAwayDeletedWhileNewOwnerRestartsNotTwice(t *testing.T) {
 	res := state.Resource{Resource: "configmaps"}
 	path := filepath.Join(t.TempDir(), "s.db")
 	s2 := openStore(t, path)
-	two := shardDaemon(t, kube, ns, 3, 2)
-	takeOver(t, two, "new-2")
-	if err := two.shardState(t.Context(), s2); err != nil {
-		t.Fatal(err)
-	}
-	two.joined()
-	renew(t, two, "new-2")
+	two := joinedShard2(t, kube, ns, s2)
 	l1, err := kube.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -107,3 +107,71 @@ func oldSetRanSince(t *testing.T, kube kubernetes.Interface, ns string) {
 		}
 	}
 }
+
+// joinedShard2 is the new shard 2 of the 2 → 3 reshard taking dw-2 over,
+// bringing s, its file, to the spec and renewing: it has joined and not yet
+// said it listed.
+func joinedShard2(t *testing.T, kube kubernetes.Interface, ns string, s *state.Store) *daemon {
+	t.Helper()
+	two := shardDaemon(t, kube, ns, 3, 2)
+	takeOver(t, two, "new-2")
+	if err := two.shardState(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	two.joined()
+	renew(t, two, "new-2")
+	return two
+}
+
+// settleWithoutShard2 has shard 1 settle old, waiting at most 3 s for a new
+// shard 2 that never starts, and checks what must hold then: it waited the
+// whole time (why says what would have ended the wait early), and x, never
+// deleted, is not kept as deleted.
+func settleWithoutShard2(t *testing.T, one *daemon, old *state.Store, x *corev1.ConfigMap, why string) {
+	t.Helper()
+	one.settleWait = 3 * time.Second
+	start := time.Now()
+	if err := one.shardState(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 3*time.Second {
+		t.Errorf("shard 1 settled after %s although the new shard 2 never started: "+why, took)
+	}
+	if holds(old, string(x.UID)) {
+		t.Errorf("x exists and was never deleted, yet shard 1 kept its record as deleted: its delete replays (a delete that never happened)")
+	}
+}
+
+// chainSet is a 2 → 3 reshard with two objects that each move up one
+// shard: x0 from shard 0 to shard 1, x1 from shard 1 to shard 2. It returns
+// them, the old files of shards 0 and 1 (each recording its object) and the
+// new shards 0 and 1 (settleWait 4 s, sharing one informers' client), their
+// Leases not yet taken over.
+func chainSet(t *testing.T, kube kubernetes.Interface, ns string) (x0, x1 *corev1.ConfigMap, file0, file1 *state.Store, zero, one *daemon) {
+	t.Helper()
+	for i := 0; x0 == nil || x1 == nil; i++ {
+		cm, err := kube.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid := string(cm.UID)
+		switch {
+		case x0 == nil && dyninformer.NewShard(2, 0, false).Owns(uid, ns) && dyninformer.NewShard(3, 1, false).Owns(uid, ns):
+			x0 = cm
+		case x1 == nil && dyninformer.NewShard(2, 1, false).Owns(uid, ns) && dyninformer.NewShard(3, 2, false).Owns(uid, ns):
+			x1 = cm
+		}
+	}
+	informers, err := dyninformer.NewClient(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	file0, file1 = oldFileWith(t, 0, ns, x0), oldFileWith(t, 1, ns, x1)
+	zero, one = shardDaemon(t, kube, ns, 3, 0), shardDaemon(t, kube, ns, 3, 1)
+	for _, d := range []*daemon{zero, one} {
+		d.o.Informers, d.o.Discovery = informers, disc
+		d.settleWait = 4 * time.Second
+	}
+	return x0, x1, file0, file1, zero, one
+}

@@ -41,15 +41,9 @@ func movedSetUp(t *testing.T) (kubernetes.Interface, *corev1.ConfigMap, string, 
 // second gives the resourceVersion of the first).
 func newShardListed(t *testing.T, kube kubernetes.Interface, ns string) *state.Store {
 	t.Helper()
-	two := shardDaemon(t, kube, ns, 3, 2)
-	takeOver(t, two, "new-2")
 	s := openStore(t, filepath.Join(t.TempDir(), "s.db"))
 	t.Cleanup(func() { s.Close() })
-	if err := two.shardState(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
-	two.joined()
-	renew(t, two, "new-2")
+	two := joinedShard2(t, kube, ns, s)
 	two.listed()
 	renew(t, two, "new-2")
 	renew(t, two, "new-2")

@@ -1,17 +1,12 @@
 package daemon
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-
-	"github.com/dynwatch/dynwatch/dyninformer"
 )
 
 // skewedWrite is the holder of d's Lease lock writing it as a holder whose
@@ -45,31 +40,7 @@ func TestSettleWaitsWhileTheShardItWaitsForRunsWithClockSkew(t *testing.T) {
 	const skew = 20 * time.Second
 	kube := kubernetes.NewForConfigOrDie(env.Config)
 	ns := oldSetStopped(t, kube, 2, time.Now().Add(-time.Hour).Truncate(time.Second))
-	var x0, x1 *corev1.ConfigMap
-	for i := 0; x0 == nil || x1 == nil; i++ {
-		cm, err := kube.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		uid := string(cm.UID)
-		switch {
-		case x0 == nil && dyninformer.NewShard(2, 0, false).Owns(uid, ns) && dyninformer.NewShard(3, 1, false).Owns(uid, ns):
-			x0 = cm
-		case x1 == nil && dyninformer.NewShard(2, 1, false).Owns(uid, ns) && dyninformer.NewShard(3, 2, false).Owns(uid, ns):
-			x1 = cm
-		}
-	}
-	informers, err := dyninformer.NewClient(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
-	file0, file1 := oldFileWith(t, 0, ns, x0), oldFileWith(t, 1, ns, x1)
-	zero, one := shardDaemon(t, kube, ns, 3, 0), shardDaemon(t, kube, ns, 3, 1)
-	for _, d := range []*daemon{zero, one} {
-		d.o.Informers, d.o.Discovery = informers, disc
-		d.settleWait = 4 * time.Second
-	}
+	x0, _, file0, file1, zero, one := chainSet(t, kube, ns)
 	takeOver(t, zero, "new-0")
 	skewedWrite(t, one, "new-1", skew, true)
 	// Shard 1 renews every second while it waits, as its elector does.

@@ -26,15 +26,9 @@ import (
 func TestMovedAwayDeletedWhileNewOwnerListsNotTwiceInItsNextTerm(t *testing.T) {
 	t.Parallel()
 	kube, x, ns, old, one := movedSetUpAfter(t, nil)
-	two := shardDaemon(t, kube, ns, 3, 2)
-	takeOver(t, two, "new-2")
 	s2 := openStore(t, filepath.Join(t.TempDir(), "s.db"))
 	t.Cleanup(func() { s2.Close() })
-	if err := two.shardState(t.Context(), s2); err != nil {
-		t.Fatal(err)
-	}
-	two.joined()
-	renew(t, two, "new-2")
+	two := joinedShard2(t, kube, ns, s2)
 	l, err := kube.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
