@@ -17,20 +17,12 @@ import (
 // oldFileWith is the file old shard index of 2 left, holding a record of cm.
 func oldFileWith(t *testing.T, index int, ns string, cm *corev1.ConfigMap) *state.Store {
 	t.Helper()
-	res := state.Resource{Resource: "configmaps"}
 	s := openStore(t, filepath.Join(t.TempDir(), "s.db"))
 	t.Cleanup(func() { s.Close() })
 	if _, err := s.Reshard(fmt.Sprintf("%d/2 by uid", index), func(string, string) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Update(func(tx *state.Tx) error {
-		if err := tx.Put(res, string(cm.UID), &state.Record{Namespace: ns, Name: cm.Name, ResourceVersion: cm.ResourceVersion}); err != nil {
-			return err
-		}
-		return tx.SetBaseline(res.In(ns))
-	}); err != nil {
-		t.Fatal(err)
-	}
+	recordListed(t, s, ns, cm)
 	return s
 }
 

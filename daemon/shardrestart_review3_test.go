@@ -31,14 +31,7 @@ func TestMovedAwayDeletedWhileNewOwnerRestartsNotTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s2.Update(func(tx *state.Tx) error {
-		if err := tx.Put(res, string(x.UID), &state.Record{Namespace: ns, Name: x.Name, ResourceVersion: x.ResourceVersion}); err != nil {
-			return err
-		}
-		return tx.SetBaseline(res.In(ns))
-	}); err != nil {
-		t.Fatal(err)
-	}
+	recordListed(t, s2, ns, x)
 	two.noteListedScopes(firstLists(s2, map[string]string{res.In(ns).String(): l1.ResourceVersion}, two.log)) // as act does
 	two.listed()
 	renew(t, two, "new-2")

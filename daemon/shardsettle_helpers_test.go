@@ -35,21 +35,12 @@ func movedObject(t *testing.T, kube kubernetes.Interface, ns string) *corev1.Con
 // recording x, and the new shard 1, its Lease taken over.
 func movedFileAndShard1(t *testing.T, kube kubernetes.Interface, ns string, x *corev1.ConfigMap) (*state.Store, *daemon) {
 	t.Helper()
-	res := state.Resource{Resource: "configmaps"}
 	old := openStore(t, filepath.Join(t.TempDir(), "s.db"))
 	t.Cleanup(func() { old.Close() })
 	if _, err := old.Reshard("1/2 by uid", func(string, string) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
-	err := old.Update(func(tx *state.Tx) error {
-		if err := tx.Put(res, string(x.UID), &state.Record{Namespace: ns, Name: x.Name, ResourceVersion: x.ResourceVersion}); err != nil {
-			return err
-		}
-		return tx.SetBaseline(res.In(ns))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	recordListed(t, old, ns, x)
 	informers, err := dyninformer.NewClient(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -174,4 +165,19 @@ func chainSet(t *testing.T, kube kubernetes.Interface, ns string) (x0, x1 *corev
 		d.settleWait = 4 * time.Second
 	}
 	return x0, x1, file0, file1, zero, one
+}
+
+// recordListed records cm in s as a listed object of the ConfigMaps of ns,
+// and that scope as listed (its baseline set).
+func recordListed(t *testing.T, s *state.Store, ns string, cm *corev1.ConfigMap) {
+	t.Helper()
+	res := state.Resource{Resource: "configmaps"}
+	if err := s.Update(func(tx *state.Tx) error {
+		if err := tx.Put(res, string(cm.UID), &state.Record{Namespace: ns, Name: cm.Name, ResourceVersion: cm.ResourceVersion}); err != nil {
+			return err
+		}
+		return tx.SetBaseline(res.In(ns))
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

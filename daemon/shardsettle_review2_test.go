@@ -76,14 +76,7 @@ func TestMovedAwayDeletedWhileNewOwnerListsNotTwice(t *testing.T) {
 		t.Fatal("x not in the list")
 	}
 	res := state.Resource{Resource: "configmaps"}
-	if err := s2.Update(func(tx *state.Tx) error {
-		if err := tx.Put(res, string(x.UID), &state.Record{Namespace: ns, Name: x.Name, ResourceVersion: x.ResourceVersion}); err != nil {
-			return err
-		}
-		return tx.SetBaseline(res.In(ns))
-	}); err != nil {
-		t.Fatal(err)
-	}
+	recordListed(t, s2, ns, x)
 	// x is deleted after shard 2's list (at l.ResourceVersion): shard 2's
 	// watch, which starts there, delivers it.
 	if err := kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), x.Name, metav1.DeleteOptions{}); err != nil {

@@ -34,14 +34,7 @@ func TestMovedAwayDeletedWhileNewOwnerListsNotTwiceInItsNextTerm(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := state.Resource{Resource: "configmaps"}
-	if err := s2.Update(func(tx *state.Tx) error {
-		if err := tx.Put(res, string(x.UID), &state.Record{Namespace: ns, Name: x.Name, ResourceVersion: x.ResourceVersion}); err != nil {
-			return err
-		}
-		return tx.SetBaseline(res.In(ns))
-	}); err != nil {
-		t.Fatal(err)
-	}
+	recordListed(t, s2, ns, x)
 	if err := kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), x.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
