@@ -80,12 +80,7 @@ func (p *applier) apply(obj any, initial bool) error {
 	if !ok {
 		return fmt.Errorf("dyninformer: the FIFO popped a %T, not deltas", obj)
 	}
-	for _, d := range ds {
-		if err := p.one(d, initial); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.applyBatch(ds, initial) // a RealFIFO pops one delta at a time
 }
 
 // applyBatch is the controller's ProcessBatch (InOrderInformersBatchProcess,
