@@ -55,14 +55,7 @@ func newController(lw cache.ListerWatcher, resync time.Duration, desc string, on
 // deltas or more are queued (and always without UnlockWhileProcessingFIFO),
 // so a handler that asked, or /readyz while a handler call runs, would wait
 // for that call.
-func hasSynced(c cache.Controller) bool {
-	select {
-	case <-c.HasSyncedChecker().Done():
-		return true
-	default:
-		return false
-	}
-}
+func hasSynced(c cache.Controller) bool { return cache.IsDone(c.HasSyncedChecker()) }
 
 // applier applies what the FIFO pops to the store, then tells the handler:
 // the handler sees the store as it is after the change.
