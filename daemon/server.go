@@ -12,6 +12,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dynwatch/dynwatch/dyninformer"
 )
 
 // serve starts the operations server on server.address, if set: /metrics,
@@ -126,7 +128,7 @@ func (d *daemon) ready(now time.Time) (bool, string) {
 		case !st.Synced:
 			notReady = append(notReady, fmt.Sprintf("not ready: %s: still listing", st.Key))
 		case now.Sub(last) > stall:
-			notReady = append(notReady, fmt.Sprintf("not ready: %s: no event or bookmark for %s (stallAfter %s)", st.Key, now.Sub(last).Round(time.Second), stall))
+			notReady = append(notReady, stalled(st, last, now, stall))
 		}
 	}
 	if err := w.StateErr(); err != nil {
@@ -140,4 +142,16 @@ func (d *daemon) ready(now time.Time) (bool, string) {
 		return true, "ok\n"
 	}
 	return true, "ok\n" + body + "\n"
+}
+
+// stalled says that st's watch has brought nothing since last, and, when a
+// handling of its events has run for more than half of stall, that this is
+// dynwatch's own doing, not the API server's: while one handler call runs
+// with 2000 changes or more queued behind it, the watch is not read.
+func stalled(st dyninformer.Status, last, now time.Time, stall time.Duration) string {
+	why := ""
+	if !st.Busy.IsZero() && now.Sub(st.Busy) > stall/2 {
+		why = fmt.Sprintf("; one handling of its events has run for %s, and the watch waits for it", now.Sub(st.Busy).Round(time.Second))
+	}
+	return fmt.Sprintf("not ready: %s: no event or bookmark for %s (stallAfter %s)%s", st.Key, now.Sub(last).Round(time.Second), stall, why)
 }

@@ -2,6 +2,8 @@ package dyninformer
 
 import (
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/dynwatch/dynwatch/event"
 )
@@ -12,6 +14,9 @@ import (
 type handlerCalls struct {
 	mu      sync.Mutex
 	stopped bool
+	// since is when the call in flight began (Unix ns), 0 between calls:
+	// Status.Busy. It is read without mu, which the call holds.
+	since atomic.Int64
 }
 
 // serial runs f as one handler call (after the call in flight, before the
@@ -22,6 +27,8 @@ func (c *handlerCalls) serial(f func()) bool {
 	if c.stopped {
 		return false
 	}
+	c.since.Store(time.Now().UnixNano())
+	defer c.since.Store(0)
 	f()
 	return true
 }

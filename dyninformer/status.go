@@ -52,6 +52,11 @@ type Status struct {
 	// LastEvent is when the watch last delivered an event or a bookmark; zero
 	// before the first.
 	LastEvent time.Time
+	// Busy is when the handler call in flight began; zero between calls.
+	// While a call runs with 2000 changes or more queued behind it, the
+	// watch is not read (controller.go), so LastEvent stands still: Busy
+	// tells that stall from a watch the API server has stopped feeding.
+	Busy time.Time
 	// Objects is how many objects its cache holds now.
 	Objects int
 	// Listed is the resourceVersion of its informer's first list (the
@@ -67,6 +72,9 @@ func (m *Manager) Statuses() []Status {
 		st := Status{Key: k, Synced: e.ctrl != nil && hasSynced(e.ctrl), Objects: len(e.store.ListKeys())}
 		if ns := e.seen.Load(); ns > 0 {
 			st.LastEvent = time.Unix(0, ns)
+		}
+		if ns := e.calls.since.Load(); ns > 0 {
+			st.Busy = time.Unix(0, ns)
 		}
 		if rv := e.listed.Load(); rv != nil {
 			st.Listed = *rv
