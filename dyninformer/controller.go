@@ -80,8 +80,9 @@ func (p *applier) apply(obj any, initial bool) error {
 // on by default): changes of distinct objects that the FIFO popped together,
 // applied in order, each told to the handler before the next is applied
 // (client-go's shared informer applies a whole batch, then tells each): the
-// store runs ahead of what the handler was told by one change at most, which
-// a Replay between two calls may hand over as well (a repeat, never a loss).
+// store runs ahead of what the handler was told by one change at most (by a
+// whole list while a relist is told, as before), which a Replay between two
+// calls may hand over as well (a repeat, never a loss).
 // A batch costs the FIFO one lock and one pop for up to 1000 changes. A
 // change the store refuses is dropped, as the FIFO and client-go drop it.
 func (p *applier) applyBatch(ds []cache.Delta, initial bool) error {
