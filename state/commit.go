@@ -72,6 +72,10 @@ type Committer struct {
 	// Gather).
 	lastSubmit time.Time
 	streak     int
+	// recent holds when the last sustainedN changes were submitted, a ring
+	// (with BurstHold); submitted counts them all.
+	recent    [sustainedN]time.Time
+	submitted int
 	// rider is the committer whose lingering changes this one's
 	// transactions carry (Carry).
 	rider *Committer
@@ -105,6 +109,15 @@ type CommitterOptions struct {
 	// (a steady 100 a second is nearly never held). Zero:
 	// every change is committed as soon as the transaction before it is.
 	Gather time.Duration
+	// BurstHold, when set, lets changes share a transaction while they
+	// come at sustainedRate or faster, as measured over the last
+	// sustainedN of them (linger.go): each is then committed no sooner
+	// than the next sustainedN/2 take to come at that rate, and at most
+	// BurstHold after it was submitted, so that a flow of 250 a second
+	// takes a transaction (two fdatasyncs) per 16 changes or so instead of
+	// one per two or three. A flow slower than sustainedRate (100 a second,
+	// with exponential gaps) is nearly never held. Zero: only Gather holds.
+	BurstHold time.Duration
 	// Linger is how long a change submitted with Later may wait for a
 	// transaction to share (a carrier's, see Carry, or one a change
 	// submitted after it makes) before Run commits it by itself. Zero: Later

@@ -120,26 +120,62 @@ func (c *Committer) applied() {
 // (1 000 a second) is one after eight changes.
 const burstStreak = 8
 
+// sustainedN and sustainedRate say when changes come fast enough, for
+// long enough, to be held (BurstHold): the last sustainedN changes came
+// within sustainedN/sustainedRate (160ms). A flow of 100 a second with
+// exponential gaps does so at about one change in 1 800 (31 gaps adding up
+// to 160ms where 16 are expected); one of 250 a second at 94% of them, and a
+// burst of 1 000 a second once its first 32 changes (32ms) came.
+const (
+	sustainedN    = 32
+	sustainedRate = 200 // changes a second
+)
+
 // gather returns when a change submitted now may be committed at the
 // earliest: zero, unless it ends a streak of burstStreak changes each within
-// Gather of the one before (a burst, not the chance of a steadier flow).
+// Gather of the one before (a burst, not the chance of a steadier flow), or
+// the last sustainedN changes came at sustainedRate or faster (BurstHold);
+// the later of the two when both. A sustained flow's change waits as long as
+// sustainedN/2 changes take to come at its rate (at most 80ms, at
+// sustainedRate; 16ms at 1 000 a second), at most BurstHold.
 func (c *Committer) gather() time.Time {
-	if c.opts.Gather <= 0 {
+	if c.opts.Gather <= 0 && c.opts.BurstHold <= 0 {
 		return time.Time{}
 	}
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if now.Sub(c.lastSubmit) < c.opts.Gather {
-		c.streak++
-	} else {
-		c.streak = 0
+	var hold time.Time
+	if c.opts.Gather > 0 {
+		if now.Sub(c.lastSubmit) < c.opts.Gather {
+			c.streak++
+		} else {
+			c.streak = 0
+		}
+		c.lastSubmit = now
+		if c.streak >= burstStreak {
+			hold = now.Add(c.opts.Gather)
+		}
 	}
-	c.lastSubmit = now
-	if c.streak < burstStreak {
-		return time.Time{}
+	if c.opts.BurstHold > 0 {
+		c.recent[c.submitted%sustainedN] = now
+		c.submitted++
+		// The oldest of the last sustainedN, this change included.
+		oldest := c.recent[c.submitted%sustainedN]
+		if span := now.Sub(oldest); c.submitted >= sustainedN && span <= sustainedN*time.Second/sustainedRate {
+			// As long as the next sustainedN/2 changes take to come at
+			// this rate, so that about as many share a transaction.
+			hold = latest(hold, now.Add(min(c.opts.BurstHold, span/2)))
+		}
 	}
-	return now.Add(c.opts.Gather)
+	return hold
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // waitUntil waits until due, or until Run is woken.

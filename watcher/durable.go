@@ -66,6 +66,14 @@ type durable struct {
 // committed at once.
 const commitGather = 10 * time.Millisecond
 
+// commitBurstHold: while events come at 200 a second or faster (over the
+// last 32 of them, state.Committer's BurstHold), each waits as long as 16
+// more take to come, to share their commit: a sustained flow costs two
+// fdatasyncs per 16 events or so rather than per two or three. That is 80ms
+// at 200 a second (this bound), 64ms at 250, 16ms at 1 000; a slower flow is
+// (nearly) never held.
+const commitBurstHold = 80 * time.Millisecond
+
 func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline], m *metrics.Metrics, maxPending int64) *durable {
 	d := &durable{
 		store:   store,
@@ -77,7 +85,7 @@ func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipel
 	}
 	opts := state.CommitterOptions{Logger: log, Failed: func(error) { m.StateCommitFailed() }, MaxPendingBytes: maxPending, Overflow: d.overflowed}
 	events := opts
-	events.Gather = commitGather
+	events.Gather, events.BurstHold = commitGather, commitBurstHold
 	d.commits = state.NewCommitter(store, events)
 	opts.What, opts.Linger = "delivery marks", markLinger
 	d.marks = state.NewCommitter(store, opts)
