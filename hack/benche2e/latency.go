@@ -24,6 +24,9 @@ type latencyResult struct {
 	received int           // of the spaced updates
 	burst    int           // updates of the burst received
 	cpu      time.Duration // spent during the burst
+	// burstTook is how long the burst took, from its first update until
+	// every process had seen it (the same for all).
+	burstTook time.Duration
 }
 
 // waitReceived waits until every process has seen n updates, or 60s passed.
@@ -76,10 +79,12 @@ func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Inter
 	if err != nil {
 		return nil, err
 	}
+	burst := time.Now()
 	if err := update(ctx, d, v, ns, o.burst, o.n, 0, 4); err != nil {
 		return nil, err
 	}
 	waitReceived(procs, o.updates+o.burst)
+	took := time.Since(burst)
 	cpu1, err := cpus(procs)
 	if err != nil {
 		return nil, err
@@ -87,6 +92,7 @@ func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Inter
 	for i, p := range procs {
 		out[i].burst = len(p.latencies()) - out[i].received
 		out[i].cpu = cpu1[i] - cpu0[i]
+		out[i].burstTook = took
 	}
 	return out, nil
 }

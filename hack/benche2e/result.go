@@ -91,7 +91,11 @@ func (r *result) print(o options) {
 		}
 		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", s.label, secs(s.sync), mb(s.rss), anon, secs(s.cpu), heap)
 	}
-	fmt.Printf("\n| process (side by side) | latency p50 (%d updates, %s apart) | p99 | CPU per event (a burst of %d) |\n|---|---|---|---|\n", o.updates, o.interval, o.burst)
+	rate := 0.0
+	if len(r.lat) > 0 && r.lat[0].burstTook > 0 {
+		rate = float64(o.burst) / r.lat[0].burstTook.Seconds()
+	}
+	fmt.Printf("\n| process (side by side) | latency p50 (%d updates, %s apart) | p99 | CPU per event (a burst of %d, %.0f a second) |\n|---|---|---|---|\n", o.updates, o.interval, o.burst, rate)
 	for _, l := range r.lat {
 		fmt.Printf("| %s | %s | %s | %.0f µs |\n", l.label, ms(pct(l.lat, 50)), ms(pct(l.lat, 99)), float64(l.cpu.Microseconds())/float64(max(l.burst, 1)))
 		if l.received < o.updates || l.burst < o.burst {
