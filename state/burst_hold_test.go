@@ -12,24 +12,60 @@ import (
 	"time"
 )
 
-// At 100 changes a second with exponential gaps, BurstHold holds (nearly)
-// none: the rate over the last sustainedN is seldom sustainedRate. Gather is
-// off here, so that what is held is BurstHold's.
-func TestBurstHoldLeavesASteadyFlowAlone(t *testing.T) {
-	t.Parallel()
-	const n, rate = 400, 100.0
-	c := NewCommitter(nil, CommitterOptions{BurstHold: 50 * time.Millisecond})
-	rng := rand.New(rand.NewPCG(5, 6))
-	held := 0
+// poissonHolds feeds gatherAt a flow of n changes with exponential gaps at
+// rate a second (independent objects' updates), on a clock of its own, and
+// returns the share of them held and each hold.
+func poissonHolds(opts CommitterOptions, rate float64, n int, seed uint64) (float64, []time.Duration) {
+	c := NewCommitter(nil, opts)
+	rng := rand.New(rand.NewPCG(seed, uint64(rate)))
+	now := time.Unix(1_000_000, 0)
+	var holds []time.Duration
 	for range n {
-		if !c.gather().IsZero() {
-			held++
+		now = now.Add(time.Duration(rng.ExpFloat64() * float64(time.Second) / rate))
+		c.mu.Lock()
+		h := c.gatherAt(now)
+		c.mu.Unlock()
+		if !h.IsZero() {
+			holds = append(holds, h.Sub(now))
 		}
-		time.Sleep(time.Duration(rng.ExpFloat64() * float64(time.Second) / rate))
 	}
-	t.Logf("at %.0f/s, BurstHold held %d of %d changes", rate, held, n)
-	if held > n/100 {
-		t.Errorf("at %.0f/s, BurstHold held %d of %d changes (each up to 50ms): a steady flow is taken for a sustained one", rate, held, n)
+	return float64(len(holds)) / float64(n), holds
+}
+
+// BurstHold holds (nearly) none of a flow of 100 or 120 changes a second,
+// nearly all of one of 200, and none longer than BurstHold; at 1 000 a
+// second a change waits about as long as holdN more take to come (16ms).
+// Gather is off, so that what is held is BurstHold's.
+func TestBurstHoldFollowsTheRate(t *testing.T) {
+	t.Parallel()
+	const hold = 80 * time.Millisecond
+	opts := CommitterOptions{BurstHold: hold}
+	for _, c := range []struct {
+		rate     float64
+		min, max float64 // share of changes held
+	}{{100, 0, 0.001}, {120, 0, 0.02}, {200, 0.9, 1}, {1000, 0.9, 1}} {
+		var all []time.Duration
+		share := 0.0
+		for seed := range uint64(3) {
+			s, hs := poissonHolds(opts, c.rate, 20000, seed)
+			share += s / 3
+			all = append(all, hs...)
+		}
+		slices.Sort(all)
+		median := time.Duration(0)
+		if len(all) > 0 {
+			median = all[len(all)/2]
+		}
+		t.Logf("%.0f a second: %.3f%% of changes held, median hold %s", c.rate, 100*share, median)
+		if share < c.min || share > c.max {
+			t.Errorf("%.0f a second: %.3f%% of changes held, want %.1f%% to %.1f%%", c.rate, 100*share, 100*c.min, 100*c.max)
+		}
+		if len(all) > 0 && all[len(all)-1] > hold {
+			t.Errorf("%.0f a second: a change was held %s, past BurstHold %s", c.rate, all[len(all)-1], hold)
+		}
+		if c.rate == 1000 && (median < 12*time.Millisecond || median > 20*time.Millisecond) {
+			t.Errorf("1000 a second: held %s, want about the 16ms that %d changes take to come", median, holdN)
+		}
 	}
 }
 
@@ -123,43 +159,5 @@ func TestBurstHoldSharesASustainedFlowsCommits(t *testing.T) {
 	// A change waits its hold, then the commit before its own and its own.
 	if limit := hold + 500*time.Millisecond; worst > limit {
 		t.Errorf("a change landed %s after it was submitted, past its hold %s and two commits", worst, hold)
-	}
-}
-
-// A sustained flow's hold follows its rate: about as long as sustainedN/2
-// changes take to come, so a faster flow waits less, and no change waits
-// more than sustainedN/2 at sustainedRate (80ms) whatever BurstHold allows.
-func TestBurstHoldFollowsTheRate(t *testing.T) {
-	t.Parallel()
-	holds := func(gap time.Duration) (median, longest time.Duration) {
-		c := NewCommitter(nil, CommitterOptions{BurstHold: time.Second})
-		var hs []time.Duration
-		for range 3 * sustainedN {
-			now := time.Now()
-			if h := c.gather(); !h.IsZero() {
-				hs = append(hs, h.Sub(now))
-			}
-			time.Sleep(gap)
-		}
-		if len(hs) == 0 {
-			return 0, 0
-		}
-		slices.Sort(hs)
-		return hs[len(hs)/2], hs[len(hs)-1]
-	}
-	slowMedian, slowLongest := holds(4 * time.Millisecond)
-	fastMedian, fastLongest := holds(time.Millisecond)
-	t.Logf("4ms apart: held %s (longest %s); 1ms apart: held %s (longest %s)", slowMedian, slowLongest, fastMedian, fastLongest)
-	limit := sustainedN / 2 * time.Second / sustainedRate
-	for _, d := range []time.Duration{slowLongest, fastLongest} {
-		if d > limit+time.Millisecond {
-			t.Errorf("a change was held %s, past %s (%d changes at %d a second)", d, limit, sustainedN/2, sustainedRate)
-		}
-	}
-	if slowMedian == 0 || fastMedian == 0 {
-		t.Fatalf("a sustained flow was not held: 4ms apart %s, 1ms apart %s", slowMedian, fastMedian)
-	}
-	if fastMedian >= slowMedian {
-		t.Errorf("a flow 1ms apart was held %s, no less than one 4ms apart (%s)", fastMedian, slowMedian)
 	}
 }

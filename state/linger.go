@@ -120,31 +120,41 @@ func (c *Committer) applied() {
 // (1 000 a second) is one after eight changes.
 const burstStreak = 8
 
-// sustainedN and sustainedRate say when changes come fast enough, for
-// long enough, to be held (BurstHold): the last sustainedN changes came
-// within sustainedN/sustainedRate (160ms). A flow of 100 a second with
-// exponential gaps does so at about one change in 1 800 (31 gaps adding up
-// to 160ms where 16 are expected); one of 250 a second at 94% of them, and a
-// burst of 1 000 a second once its first 32 changes (32ms) came.
+// sustainedN and sustainedRate say when changes come fast enough, for long
+// enough, to be held (BurstHold): the last sustainedN came within
+// sustainedN/sustainedRate (600ms). With exponential gaps (independent
+// objects' updates) a flow of 100 a second does so at about one change in
+// 50 000 (95 gaps adding up to 600ms where 60 are expected), one of 120 a
+// second at one in 180, one of 150 at a third of its changes, one of 200 at
+// 99%; a burst of 1 000 a second once its first 96 changes (96ms) came,
+// Gather holding them meanwhile. holdN is how many changes a held one waits
+// for: it is held as long as holdN take to come at the rate of the last
+// sustainedN (at most 16/160 of a second, 100ms, and BurstHold; 16ms at
+// 1 000 a second).
 const (
-	sustainedN    = 32
-	sustainedRate = 200 // changes a second
+	sustainedN    = 96
+	sustainedRate = 160 // changes a second
+	holdN         = 16
 )
 
 // gather returns when a change submitted now may be committed at the
-// earliest: zero, unless it ends a streak of burstStreak changes each within
-// Gather of the one before (a burst, not the chance of a steadier flow), or
-// the last sustainedN changes came at sustainedRate or faster (BurstHold);
-// the later of the two when both. A sustained flow's change waits as long as
-// sustainedN/2 changes take to come at its rate (at most 80ms, at
-// sustainedRate; 16ms at 1 000 a second), at most BurstHold.
+// earliest (gatherAt).
 func (c *Committer) gather() time.Time {
 	if c.opts.Gather <= 0 && c.opts.BurstHold <= 0 {
 		return time.Time{}
 	}
-	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.gatherAt(time.Now()) // read under the lock: the ring stays in order
+}
+
+// gatherAt is gather for a change submitted at now: zero, unless it ends a
+// streak of burstStreak changes each within Gather of the one before (a
+// burst, not the chance of a steadier flow: then Gather after now), or the
+// last sustainedN changes came at sustainedRate or faster (then as long as
+// holdN changes take to come at their rate, at most BurstHold); the later
+// of the two when both. c.mu is held.
+func (c *Committer) gatherAt(now time.Time) time.Time {
 	var hold time.Time
 	if c.opts.Gather > 0 {
 		if now.Sub(c.lastSubmit) < c.opts.Gather {
@@ -163,9 +173,8 @@ func (c *Committer) gather() time.Time {
 		// The oldest of the last sustainedN, this change included.
 		oldest := c.recent[c.submitted%sustainedN]
 		if span := now.Sub(oldest); c.submitted >= sustainedN && span <= sustainedN*time.Second/sustainedRate {
-			// As long as the next sustainedN/2 changes take to come at
-			// this rate, so that about as many share a transaction.
-			hold = latest(hold, now.Add(min(c.opts.BurstHold, span/2)))
+			wait := span * holdN / (sustainedN - 1)
+			hold = latest(hold, now.Add(min(c.opts.BurstHold, wait)))
 		}
 	}
 	return hold

@@ -66,12 +66,12 @@ type durable struct {
 // committed at once.
 const commitGather = 10 * time.Millisecond
 
-// commitBurstHold: while events come at 200 a second or faster (over the
-// last 32 of them, state.Committer's BurstHold), each waits as long as 16
+// commitBurstHold: while events come at 160 a second or faster (over the
+// last 96 of them, state.Committer's BurstHold), each waits as long as 16
 // more take to come, to share their commit: a sustained flow costs two
-// fdatasyncs per 16 events or so rather than per two or three. That is 80ms
-// at 200 a second (this bound), 64ms at 250, 16ms at 1 000; a slower flow is
-// (nearly) never held.
+// fdatasyncs per 16 events or so rather than per one or two. That is this
+// bound, 80ms, up to 200 a second, 64ms at 250, 16ms at 1 000; a flow of
+// 120 a second or less is (nearly) never held.
 const commitBurstHold = 80 * time.Millisecond
 
 func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline], m *metrics.Metrics, maxPending int64) *durable {
