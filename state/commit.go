@@ -76,6 +76,9 @@ type Committer struct {
 	// (with BurstHold); submitted counts them all.
 	recent    [sustainedN]time.Time
 	submitted int
+	// gapAvg is a moving average of the gaps between changes, over about
+	// gapWeight of them (with BurstHold).
+	gapAvg time.Duration
 	// flushes counts the waiting changes of Flush calls.
 	flushes int
 	// rider is the committer whose lingering changes this one's
@@ -115,11 +118,12 @@ type CommitterOptions struct {
 	// come at sustainedRate (160 a second) or faster, as measured over the
 	// last sustainedN (96) of them (linger.go): each is then committed no
 	// sooner than holdN (16) more take to come at that rate, and at most
-	// BurstHold after it was submitted, so that a flow of 200 a second
-	// takes a transaction (two fdatasyncs) per 16 changes or so instead of
+	// BurstHold after it was submitted, so that a flow of 250 a second
+	// takes a transaction (two fdatasyncs) per 14 changes or so instead of
 	// one per two. A flow of 100 a second with exponential gaps is held at
-	// about one change in 50 000, one of 120 at one in 180; from 150 a
-	// second on, a growing share. Zero: only Gather holds.
+	// about one change in 25 000, one of 120 at one in 400; from 150 a
+	// second on, a growing share; a slower flow after a burst for a few
+	// changes at most. Zero: only Gather holds.
 	BurstHold time.Duration
 	// Linger is how long a change submitted with Later may wait for a
 	// transaction to share (a carrier's, see Carry, or one a change

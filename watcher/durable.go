@@ -67,11 +67,12 @@ type durable struct {
 const commitGather = 10 * time.Millisecond
 
 // commitBurstHold: while events come at 160 a second or faster (over the
-// last 96 of them, state.Committer's BurstHold), each waits as long as 16
-// more take to come, to share their commit: a sustained flow costs two
-// fdatasyncs per 16 events or so rather than per one or two. That is this
-// bound, 80ms, up to 200 a second, 64ms at 250, 16ms at 1 000; a flow of
-// 120 a second or less is (nearly) never held.
+// last 96 of them, and as the recent gaps say: state.Committer's
+// BurstHold), each waits as long as 16 more take to come, to share their
+// commit: a sustained flow costs two fdatasyncs per 8 to 16 events rather
+// than per one or two. That is this bound, 80ms, up to 200 a second, 64ms
+// at 250, 16ms at 1 000; a flow of 120 a second or less is (nearly) never
+// held, nor a slower one after a relist's burst but for a few events.
 const commitBurstHold = 80 * time.Millisecond
 
 func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline], m *metrics.Metrics, maxPending int64) *durable {
