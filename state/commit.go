@@ -122,8 +122,8 @@ type CommitterOptions struct {
 	// takes a transaction (two fdatasyncs) per 14 changes or so instead of
 	// one per two. A flow of 100 a second with exponential gaps is held at
 	// about one change in 25 000, one of 120 at one in 400; from 150 a
-	// second on, a growing share; a slower flow after a burst for a few
-	// changes at most. Zero: only Gather holds.
+	// second on, a growing share; in the 600ms after a burst, a slower
+	// flow's changes now and then (linger.go). Zero: only Gather holds.
 	BurstHold time.Duration
 	// Linger is how long a change submitted with Later may wait for a
 	// transaction to share (a carrier's, see Carry, or one a change

@@ -130,11 +130,14 @@ const burstStreak = 8
 // TestBurstHoldFollowsTheRate) a flow of 100 a second is held at about one
 // change in 25 000, one of 120 at one in 400, one of 150 at a fifth of its
 // changes, one of 200 at 83% and one of 250 at 97%; a burst of 1 000 a second
-// once its first 96 changes (96ms) came, Gather holding them meanwhile. The
-// average keeps a slower flow after a burst (a relist's, while the last
-// sustainedN are still within the window) from being held for the window's
-// 600ms: a few of its changes are, briefly (under 15ms after 10 000 at 20 000
-// a second, for changes 14ms apart).
+// once its first 96 changes (96ms) came, Gather holding them meanwhile.
+// After a burst (a relist's), for the 600ms in which its changes are still
+// among the last sustainedN, only the average stands between a slower flow
+// and a hold: a flow of changes 14ms apart is held for a few changes, under
+// 15ms (TestBurstHoldLetsGoAfterABurst); one of 100 a second with exponential
+// gaps, whose average dips under 1/160 s now and then, at about a fifth of
+// those 600ms' changes, one in twenty for more than 15ms, up to BurstHold
+// (TestReview2BurstHoldLetsAPoissonFlowGoAfterABurst); none after them.
 const (
 	sustainedN    = 96
 	sustainedRate = 160 // changes a second

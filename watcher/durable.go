@@ -72,7 +72,7 @@ const commitGather = 10 * time.Millisecond
 // commit: a sustained flow costs two fdatasyncs per 8 to 16 events rather
 // than per one or two. That is this bound, 80ms, up to 200 a second, 64ms
 // at 250, 16ms at 1 000; a flow of 120 a second or less is (nearly) never
-// held, nor a slower one after a relist's burst but for a few events.
+// held, but in the 600ms after a burst (a relist's) now and then.
 const commitBurstHold = 80 * time.Millisecond
 
 func newDurable(store *state.Store, log *slog.Logger, pipe *atomic.Pointer[pipeline], m *metrics.Metrics, maxPending int64) *durable {
