@@ -28,26 +28,16 @@ func TestReview2BurstHoldLetsAPoissonFlowGoAfterABurst(t *testing.T) {
 	inWindow, heldIn, heldLong, heldAfter := 0, 0, 0, 0
 	var longest time.Duration
 	for seed := range uint64(runs) {
-		c := NewCommitter(nil, CommitterOptions{BurstHold: hold})
+		g := newGatherClock(CommitterOptions{BurstHold: hold})
 		rng := rand.New(rand.NewPCG(seed, 100))
-		now := time.Unix(1_000_000, 0)
-		at := func(gap time.Duration) time.Duration {
-			now = now.Add(gap)
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if h := c.gatherAt(now); !h.IsZero() {
-				return h.Sub(now)
-			}
-			return 0
-		}
 		for range 10000 {
-			at(50 * time.Microsecond)
+			g.after(50 * time.Microsecond)
 		}
-		end := now
+		end := g.now
 		for range 200 {
-			d := at(time.Duration(rng.ExpFloat64() * float64(time.Second) / 100))
+			d := g.after(expGap(rng, 100))
 			longest = max(longest, d)
-			switch after := now.Sub(end); {
+			switch after := g.now.Sub(end); {
 			case after <= window:
 				inWindow++
 				if d > 0 {
@@ -99,7 +89,7 @@ func TestReview2BurstHoldSlowFlowAfterBurstLandsPromptly(t *testing.T) {
 			end = time.Now()
 		}
 		for range 100 {
-			time.Sleep(time.Duration(rng.ExpFloat64() * float64(time.Second) / 100))
+			time.Sleep(expGap(rng, 100))
 			wg.Add(1)
 			at := time.Now()
 			c.Submit(0, func(*Tx) error { return nil }, func(error) {

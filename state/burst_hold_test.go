@@ -12,21 +12,44 @@ import (
 	"time"
 )
 
+// gatherClock submits changes to a committer's gatherAt on a clock of its
+// own: no sleeps, the same holds every run.
+type gatherClock struct {
+	c   *Committer
+	now time.Time
+}
+
+func newGatherClock(opts CommitterOptions) *gatherClock {
+	return &gatherClock{c: NewCommitter(nil, opts), now: time.Unix(1_000_000, 0)}
+}
+
+// after submits a change gap after the one before and returns its hold (0:
+// none).
+func (g *gatherClock) after(gap time.Duration) time.Duration {
+	g.now = g.now.Add(gap)
+	g.c.mu.Lock()
+	defer g.c.mu.Unlock()
+	if h := g.c.gatherAt(g.now); !h.IsZero() {
+		return h.Sub(g.now)
+	}
+	return 0
+}
+
+// expGap is a gap of a flow of rate changes a second with exponential gaps
+// (independent objects' updates).
+func expGap(rng *rand.Rand, rate float64) time.Duration {
+	return time.Duration(rng.ExpFloat64() * float64(time.Second) / rate)
+}
+
 // poissonHolds feeds gatherAt a flow of n changes with exponential gaps at
-// rate a second (independent objects' updates), on a clock of its own, and
-// returns the share of them held and each hold.
+// rate a second, and returns the share of them held and each hold.
 func poissonHolds(opts CommitterOptions, rate float64, n int, seed uint64) (float64, []time.Duration) {
-	c := NewCommitter(nil, opts)
+	g := newGatherClock(opts)
 	rng := rand.New(rand.NewPCG(seed, uint64(rate)))
-	now := time.Unix(1_000_000, 0)
 	var holds []time.Duration
 	for range n {
-		now = now.Add(time.Duration(rng.ExpFloat64() * float64(time.Second) / rate))
-		c.mu.Lock()
-		h := c.gatherAt(now)
-		c.mu.Unlock()
-		if !h.IsZero() {
-			holds = append(holds, h.Sub(now))
+		if d := g.after(expGap(rng, rate)); d > 0 {
+			holds = append(holds, d)
 		}
 	}
 	return float64(len(holds)) / float64(n), holds
@@ -168,23 +191,13 @@ func TestBurstHoldSharesASustainedFlowsCommits(t *testing.T) {
 // says it slowed within a few changes, and those few are held briefly.
 func TestBurstHoldLetsGoAfterABurst(t *testing.T) {
 	t.Parallel()
-	c := NewCommitter(nil, CommitterOptions{BurstHold: 80 * time.Millisecond})
-	now := time.Unix(1_000_000, 0)
-	at := func(gap time.Duration) time.Duration {
-		now = now.Add(gap)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if h := c.gatherAt(now); !h.IsZero() {
-			return h.Sub(now)
-		}
-		return 0
-	}
+	g := newGatherClock(CommitterOptions{BurstHold: 80 * time.Millisecond})
 	for range 10000 {
-		at(50 * time.Microsecond)
+		g.after(50 * time.Microsecond)
 	}
 	held, longest := 0, time.Duration(0)
 	for range 100 {
-		if d := at(14 * time.Millisecond); d > 0 {
+		if d := g.after(14 * time.Millisecond); d > 0 {
 			held++
 			longest = max(longest, d)
 		}
