@@ -305,7 +305,10 @@ func (d *durable) finishListing(k dyninformer.Key) {
 		committed, listed = out, n
 		return nil
 	}, func(err error) {
-		d.forget(k) // only now is the watch synced, records included
+		// Only now is the watch synced, records included, and what the
+		// comparison replays handed to the queues first: a caller that
+		// sees it synced and the queues empty has seen the replays.
+		defer d.forget(k)
 		switch {
 		case errors.Is(err, state.ErrGivenUp), errors.Is(err, state.ErrStopped):
 			// Not written (the committer logged the count) or stopped
