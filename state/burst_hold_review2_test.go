@@ -110,10 +110,12 @@ func TestReview2BurstHoldSlowFlowAfterBurstLandsPromptly(t *testing.T) {
 		waitDone(t, "the round", &wg)
 	}
 	t.Logf("a flow of 100 a second: the longest wait by itself %s; after bursts, within %s of one %s, past that %s", baseline.Round(time.Millisecond), window, worstIn.Round(time.Millisecond), worstAfter.Round(time.Millisecond))
-	if limit := max(baseline, 10*time.Millisecond) + 15*time.Millisecond; worstAfter > limit {
+	// A commit on a loaded machine may take longer in one round than in
+	// another: the slack is that, and below the hold of 80ms this would see.
+	if limit := max(baseline, 10*time.Millisecond) + 40*time.Millisecond; worstAfter > limit {
 		t.Errorf("more than %s after a burst, a change of a flow of 100 a second waited %s, against %s without the burst: BurstHold held it", window, worstAfter.Round(time.Millisecond), baseline.Round(time.Millisecond))
 	}
-	if limit := hold + max(baseline, 10*time.Millisecond) + 50*time.Millisecond; worstIn > limit {
+	if limit := hold + max(baseline, 10*time.Millisecond) + 200*time.Millisecond; worstIn > limit {
 		t.Errorf("within %s of a burst, a change waited %s, past BurstHold and a commit or two (%s)", window, worstIn.Round(time.Millisecond), limit)
 	}
 }

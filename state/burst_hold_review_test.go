@@ -94,13 +94,16 @@ func TestReviewBurstHoldFlushIsPrompt(t *testing.T) {
 	for k := 0; k < 3*sustainedN && time.Until(headHold(c)) < 40*time.Millisecond; k++ {
 		reviewFlow(c, 1, 4*time.Millisecond, &wg)
 	}
-	t.Logf("the head is held %s more", time.Until(headHold(c)).Round(time.Millisecond))
+	hold := headHold(c)
+	t.Logf("the head is held %s more", time.Until(hold).Round(time.Millisecond))
 	start := time.Now()
 	c.Flush()
 	took := time.Since(start)
 	waitDone(t, "the flow", &wg)
 	t.Logf("Flush after a flow of 250 a second took %s", took.Round(time.Millisecond))
-	if took > 30*time.Millisecond {
+	// Did it wait the head's hold out? (A commit of its own may take a
+	// while on a loaded machine; the head's hold is 40ms or more away.)
+	if !hold.IsZero() && start.Add(took).After(hold) {
 		t.Errorf("Flush after a sustained flow took %s: it waits out BurstHold (its own no-op is held as part of the flow)", took.Round(time.Millisecond))
 	}
 }

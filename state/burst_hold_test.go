@@ -92,51 +92,52 @@ func TestBurstHoldFollowsTheRate(t *testing.T) {
 	}
 }
 
-// A flow of about 250 a second is held from its sustainedN-th change on,
-// each change by BurstHold from when it came; the ones before are not.
+// A flow of a change every 2ms or so (400 a second; a loaded machine may
+// stretch the sleeps twice and still be past sustainedRate) is held from its
+// sustainedN-th change on, by the real clock, and never past BurstHold; the
+// changes before are not held. How long each is held, against the rate, is
+// TestBurstHoldFollowsTheRate's, on a clock of its own.
 func TestBurstHoldHoldsASustainedFlow(t *testing.T) {
 	t.Parallel()
 	const hold = 50 * time.Millisecond
 	c := NewCommitter(nil, CommitterOptions{BurstHold: hold})
 	var first, late []time.Duration // how long each change is held
 	for i := range 3 * sustainedN {
-		now := time.Now()
 		var d time.Duration
 		if h := c.gather(); !h.IsZero() {
-			d = h.Sub(now)
+			d = time.Until(h) // from after the call: never past the hold gather took
 		}
 		if i < sustainedN-1 {
 			first = append(first, d)
 		} else {
 			late = append(late, d)
 		}
-		time.Sleep(4 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 	for i, d := range first {
 		if d != 0 {
 			t.Errorf("change %d, before %d had come, was held %s", i, sustainedN, d)
 		}
 	}
-	// A slow machine may stretch 4ms sleeps past 160ms per 32; most must
-	// still be held, none longer than BurstHold.
 	heldN := 0
 	for _, d := range late {
-		if d > hold+time.Millisecond {
+		if d > hold {
 			t.Errorf("a change was held %s, past BurstHold %s", d, hold)
 		}
-		if d > hold-5*time.Millisecond {
+		if d > 0 {
 			heldN++
 		}
 	}
-	if heldN < len(late)/2 {
-		t.Errorf("of %d changes of a sustained flow of 250 a second, only %d were held ~%s: holds %v", len(late), heldN, hold, late)
+	if heldN < len(late)*3/4 {
+		t.Errorf("of %d changes of a sustained flow, only %d were held: holds %v", len(late), heldN, late)
 	}
 }
 
-// Through a running committer: a sustained flow shares transactions, once
-// its first sustainedN changes came about one per BurstHold; no change lands
-// later than BurstHold and two commits after it was submitted, and the last
-// change of the flow lands without waiting for a change after it.
+// Through a running committer: a sustained flow (a change every 2ms or so)
+// shares transactions, once its first sustainedN changes came about 16 a
+// transaction; no change lands later than BurstHold and two commits after it
+// was submitted, and the last change of the flow lands without waiting for a
+// change after it.
 func TestBurstHoldSharesASustainedFlowsCommits(t *testing.T) {
 	t.Parallel()
 	const hold, n = 50 * time.Millisecond, 250
@@ -164,7 +165,7 @@ func TestBurstHoldSharesASustainedFlowsCommits(t *testing.T) {
 			ids[i] = id
 			worst = max(worst, time.Since(at))
 		})
-		time.Sleep(4 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 	wg.Wait()
 	took := time.Since(sustained)
@@ -172,12 +173,13 @@ func TestBurstHoldSharesASustainedFlowsCommits(t *testing.T) {
 	for _, id := range ids[sustainedN:] {
 		txs[id] = true
 	}
-	// Without BurstHold this flow takes about one transaction per two
-	// changes (BenchmarkEvent, rate=250/s: 0.43 per change).
-	want := int(took/hold) + 2
+	// Held, about 16 changes share a transaction; without BurstHold,
+	// Gather's 10ms holds take one per four or five at this rate (a loaded
+	// machine that stretches the sleeps makes that fewer still).
+	want := (n-sustainedN)/8 + 2
 	t.Logf("%d changes after the first %d, in %s, took %d transactions; the longest wait %s", n-sustainedN, sustainedN, took.Round(time.Millisecond), len(txs), worst.Round(time.Millisecond))
 	if len(txs) > want {
-		t.Errorf("%d changes of a sustained flow, over %s, took %d transactions, want at most %d (one per %s)", n-sustainedN, took.Round(time.Millisecond), len(txs), want, hold)
+		t.Errorf("%d changes of a sustained flow, over %s, took %d transactions, want at most %d (8 or more changes each)", n-sustainedN, took.Round(time.Millisecond), len(txs), want)
 	}
 	// A change waits its hold, then the commit before its own and its own.
 	if limit := hold + 500*time.Millisecond; worst > limit {
