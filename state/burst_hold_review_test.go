@@ -143,10 +143,7 @@ func TestReviewBurstHoldConcurrentFlowsKeepOrder(t *testing.T) {
 	var refusals atomic.Int64
 	c := NewCommitter(s, CommitterOptions{Logger: quiet, Failed: func(error) { refusals.Add(1) }, Gather: 10 * time.Millisecond, BurstHold: 80 * time.Millisecond})
 	r := NewCommitter(s, CommitterOptions{Logger: quiet, What: "delivery marks", Linger: 30 * time.Millisecond})
-	c.Carry(r)
-	cran, rran := make(chan struct{}), make(chan struct{})
-	go func() { c.Run(); close(cran) }()
-	go func() { r.Run(); close(rran) }()
+	cran, rran := runCarrying(c, r)
 
 	const G = 4
 	var (

@@ -67,15 +67,13 @@ type Committer struct {
 	// the order they were submitted.
 	applying bool
 	carried  int
-	// lastSubmit is when the last change was submitted, and streak how
+	// recent holds when the last sustainedN changes were submitted, a ring
+	// (with Gather or BurstHold); submitted counts them all. streak is how
 	// many came in a row each within Gather of the one before (with
 	// Gather).
-	lastSubmit time.Time
-	streak     int
-	// recent holds when the last sustainedN changes were submitted, a ring
-	// (with BurstHold); submitted counts them all.
 	recent    [sustainedN]time.Time
 	submitted int
+	streak    int
 	// gapAvg is a moving average of the gaps between changes, over about
 	// gapWeight of them (with BurstHold).
 	gapAvg time.Duration

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -163,25 +164,27 @@ func (c *Committer) gather() time.Time {
 // holdN changes take to come at their rate, at most BurstHold); the later
 // of the two when both. c.mu is held.
 func (c *Committer) gatherAt(now time.Time) time.Time {
+	gap := time.Duration(math.MaxInt64) // since the change before: none yet
+	if c.submitted > 0 {
+		gap = now.Sub(c.recent[(c.submitted-1)%sustainedN])
+	}
+	c.recent[c.submitted%sustainedN] = now
+	c.submitted++
 	var hold time.Time
 	if c.opts.Gather > 0 {
-		if now.Sub(c.lastSubmit) < c.opts.Gather {
+		if gap < c.opts.Gather {
 			c.streak++
 		} else {
 			c.streak = 0
 		}
-		c.lastSubmit = now
 		if c.streak >= burstStreak {
 			hold = now.Add(c.opts.Gather)
 		}
 	}
 	if c.opts.BurstHold > 0 {
-		if c.submitted > 0 {
-			gap := now.Sub(c.recent[(c.submitted-1)%sustainedN])
+		if c.submitted > 1 {
 			c.gapAvg += (gap - c.gapAvg) / gapWeight
 		}
-		c.recent[c.submitted%sustainedN] = now
-		c.submitted++
 		// The oldest of the last sustainedN, this change included.
 		oldest := c.recent[c.submitted%sustainedN]
 		if span := now.Sub(oldest); c.submitted >= sustainedN && span <= sustainedN*time.Second/sustainedRate &&

@@ -35,10 +35,7 @@ func TestCarrierAndRiderUnderRefusalsKeepEveryMarkInOrder(t *testing.T) {
 	failed := func(error) { refused.Add(1) }
 	c := NewCommitter(s, CommitterOptions{Logger: quiet, Failed: failed, Gather: 2 * time.Millisecond})
 	r := NewCommitter(s, CommitterOptions{Logger: quiet, Failed: failed, What: "delivery marks", Linger: 15 * time.Millisecond})
-	c.Carry(r)
-	cran, rran := make(chan struct{}), make(chan struct{})
-	go func() { c.Run(); close(cran) }()
-	go func() { r.Run(); close(rran) }()
+	cran, rran := runCarrying(c, r)
 
 	var (
 		mu       sync.Mutex
@@ -122,7 +119,7 @@ func TestCarrierAndRiderUnderRefusalsKeepEveryMarkInOrder(t *testing.T) {
 	waitDone(t, "every mark", &markWG)
 	c.Close()
 	r.Close()
-	for what, ch := range map[string]chan struct{}{"the carrier": cran, "the rider": rran} {
+	for what, ch := range map[string]<-chan struct{}{"the carrier": cran, "the rider": rran} {
 		select {
 		case <-ch:
 		case <-time.After(10 * time.Second):
@@ -166,4 +163,14 @@ func waitDone(t *testing.T, what string, wg *sync.WaitGroup) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s did not end", what)
 	}
+}
+
+// runCarrying makes c carry r's lingering changes and runs both; each
+// channel closes once its Run returned.
+func runCarrying(c, r *Committer) (cran, rran <-chan struct{}) {
+	c.Carry(r)
+	cdone, rdone := make(chan struct{}), make(chan struct{})
+	go func() { c.Run(); close(cdone) }()
+	go func() { r.Run(); close(rdone) }()
+	return cdone, rdone
 }

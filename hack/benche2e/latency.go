@@ -24,9 +24,6 @@ type latencyResult struct {
 	received int           // of the spaced updates
 	burst    int           // updates of the burst received
 	cpu      time.Duration // spent during the burst
-	// burstTook is how long the burst took, from its first update until
-	// every process had seen it (the same for all).
-	burstTook time.Duration
 }
 
 // waitReceived waits until every process has seen n updates, or 60s passed.
@@ -41,8 +38,10 @@ func waitReceived(procs []*proc, n int) {
 
 // latencies runs a raw watch, dynwatch, and dynwatch with state (restarted on
 // the state of the sync runs) side by side, makes o.updates updates, and
-// collects when each process saw each one and what CPU it spent meanwhile.
-func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Interface, v variant, ns, statePath string) ([]latencyResult, error) {
+// collects when each process saw each one and what CPU it spent meanwhile;
+// and how long the burst took, from its first update until every process had
+// seen it.
+func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Interface, v variant, ns, statePath string) ([]latencyResult, time.Duration, error) {
 	runs := []syncRun{{"raw watch", "rawwatch", ""}, {"dynwatch", "dynwatch", ""}, {"dynwatch, state", "dynwatch", statePath}}
 	procs := make([]*proc, len(runs))
 	for i, s := range runs {
@@ -50,22 +49,22 @@ func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Inter
 		if o.profile != "" {
 			prof = o.profile + "/latency"
 			if err := os.MkdirAll(prof, 0o755); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		p, err := start(s.mode, env.Kubeconfig, v, ns, s.state, prof)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		defer func() { _ = p.stop() }()
 		if err := p.waitSynced(5 * time.Minute); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.label, err)
+			return nil, 0, fmt.Errorf("%s: %w", s.label, err)
 		}
 		procs[i] = p
 	}
 	// Spaced updates: the latency of each.
 	if err := update(ctx, d, v, ns, o.updates, o.n, o.interval, 1); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	waitReceived(procs, o.updates)
 	out := make([]latencyResult, len(runs))
@@ -77,24 +76,23 @@ func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Inter
 	// event, with its idle costs (GC, timers, pings) spread thin.
 	cpu0, err := cpus(procs)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	burst := time.Now()
 	if err := update(ctx, d, v, ns, o.burst, o.n, 0, 4); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	waitReceived(procs, o.updates+o.burst)
 	took := time.Since(burst)
 	cpu1, err := cpus(procs)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	for i, p := range procs {
 		out[i].burst = len(p.latencies()) - out[i].received
 		out[i].cpu = cpu1[i] - cpu0[i]
-		out[i].burstTook = took
 	}
-	return out, nil
+	return out, took, nil
 }
 
 func cpus(procs []*proc) ([]time.Duration, error) {

@@ -210,11 +210,9 @@ func measure(ctx context.Context, o options, env *testenv.Env, d dynamic.Interfa
 		return nil, err
 	}
 	say("%s: latency of %d updates", v.name, o.updates)
-	lat, err := latencies(ctx, o, env, d, v, ns, statePath)
-	if err != nil {
+	if r.lat, r.burstTook, err = latencies(ctx, o, env, d, v, ns, statePath); err != nil {
 		return nil, err
 	}
-	r.lat = lat
 	return r, nil
 }
 

@@ -27,6 +27,9 @@ type result struct {
 	jsonBytes, managedBytes int64
 	syncs                   []syncResult
 	lat                     []latencyResult
+	// burstTook is how long the latency phase's burst took, from its first
+	// update until every process had seen it.
+	burstTook time.Duration
 }
 
 // median takes the median of each figure over the runs of one process.
@@ -92,8 +95,8 @@ func (r *result) print(o options) {
 		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", s.label, secs(s.sync), mb(s.rss), anon, secs(s.cpu), heap)
 	}
 	rate := 0.0
-	if len(r.lat) > 0 && r.lat[0].burstTook > 0 {
-		rate = float64(o.burst) / r.lat[0].burstTook.Seconds()
+	if r.burstTook > 0 {
+		rate = float64(o.burst) / r.burstTook.Seconds()
 	}
 	fmt.Printf("\n| process (side by side) | latency p50 (%d updates, %s apart) | p99 | CPU per event (a burst of %d, %.0f a second) |\n|---|---|---|---|\n", o.updates, o.interval, o.burst, rate)
 	for _, l := range r.lat {
