@@ -168,13 +168,29 @@ func verdict(held bool) string {
 
 // originAllows decides by where the event came from: a relist after a version
 // move fires nothing; an initial list fires only rules with onStart: all (and,
-// after a reload, only the rules it added); a replay only onStart: diff.
+// after a reload, only the rules it added); a replay only onStart: diff. What
+// it found is put in words only when explaining: an initial list of 100 000
+// objects would otherwise format a sentence per object and rule.
 func (r *Rule) originAllows(ev *event.Event, added Added, rec *recorder) bool {
 	var held bool
-	found := ev.Origin.String()
 	switch ev.Origin {
 	case event.Live:
 		return true // not recorded: the common case needs no step
+	case event.InitialList:
+		held = (ev.Epoch == 0 || added[ev.Epoch][r.Name]) && r.OnStart == config.OnStartAll
+	case event.Replay:
+		held = r.OnStart == config.OnStartDiff
+	}
+	if rec != nil {
+		record(rec, "origin", r.originFound(ev, added), held)
+	}
+	return held
+}
+
+// originFound is what originAllows found, in words (Explain).
+func (r *Rule) originFound(ev *event.Event, added Added) string {
+	found := ev.Origin.String()
+	switch ev.Origin {
 	case event.Relist:
 		found += " after a version move: nothing in it is new"
 	case event.InitialList:
@@ -183,15 +199,11 @@ func (r *Rule) originAllows(ev *event.Event, added Added, rec *recorder) bool {
 			found += " of a reload that did not add this rule"
 		case r.OnStart != config.OnStartAll:
 			found += fmt.Sprintf(" (onStart: %s fires on it only with all)", r.OnStart)
-		default:
-			held = true
 		}
 	case event.Replay:
-		held = r.OnStart == config.OnStartDiff
 		found += fmt.Sprintf(" (onStart: %s)", r.OnStart)
 	}
-	record(rec, "origin", found, held)
-	return held
+	return found
 }
 
 func (r *Rule) onAllows(ev *event.Event, rec *recorder) bool {
