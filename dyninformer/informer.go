@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tidwall/gjson"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -70,12 +69,6 @@ func (e *entry) noteListed(rv string) {
 	}
 }
 
-// initialEventsEnd reports whether a bookmark ends a watch-list's initial
-// events.
-func initialEventsEnd(o *Object) bool {
-	return gjson.GetBytes(o.raw, `metadata.annotations.k8s\.io/initial-events-end`).Str == "true"
-}
-
 func (m *Manager) newEntry(w Watch) *entry {
 	k := w.Key()
 	e := &entry{watch: w}
@@ -95,16 +88,7 @@ func (m *Manager) newEntry(w Watch) *entry {
 				return nil, err
 			}
 			m.watchRecovered(e)
-			// Every event and bookmark tells that the watch is alive (/readyz).
-			initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-			return newTouchWatch(wi, func(ev watch.Event) {
-				e.seen.Store(m.now().UnixNano())
-				if initial && ev.Type == watch.Bookmark {
-					if o, ok := ev.Object.(*Object); ok && initialEventsEnd(o) { // a watch-list's snapshot
-						e.noteListed(o.GetResourceVersion())
-					}
-				}
-			}), nil
+			return wi, nil
 		},
 	}
 	// The client streams the initial list as watch events when client-go's
@@ -135,7 +119,11 @@ func (m *Manager) newEntry(w Watch) *entry {
 				}
 				m.hand(e, m.event(e, event.Delete, obj, nil))
 			},
-		})
+		},
+		// Every event and bookmark tells that the watch is alive (/readyz);
+		// a complete list, its resourceVersion (a paged list's is noted by
+		// listPage first, the same).
+		watchTouch{seen: func() { e.seen.Store(m.now().UnixNano()) }, listed: e.noteListed})
 	return e
 }
 

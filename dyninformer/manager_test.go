@@ -107,6 +107,11 @@ func TestInformerLifecycle(t *testing.T) {
 	// Its first list's resourceVersion (the snapshot a watch-list streamed,
 	// or a paged list's) is at or above every object listed.
 	listed := listedOf(t, m)
+	// The list tells that the watch is alive, and so does every event after it.
+	seen := m.Statuses()[0].LastEvent
+	if seen.IsZero() {
+		t.Error("listed, and no LastEvent")
+	}
 	for _, ev := range evs {
 		if rvNum(t, ev.ResourceVersion) > listed {
 			t.Errorf("%s listed at %d, above the list's %d", ev.Name, rvNum(t, ev.ResourceVersion), listed)
@@ -125,6 +130,9 @@ func TestInformerLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs = col.waitFor(t, 5)
+	if now := m.Statuses()[0].LastEvent; !now.After(seen) {
+		t.Errorf("LastEvent %s after an update and a delete, was %s", now.Format(time.StampMicro), seen.Format(time.StampMicro))
+	}
 	upd, del := evs[3], evs[4]
 	if upd.Type != event.Update || upd.Name != "b" || !bytes.Contains(upd.Object, []byte(`"v":"2"`)) || !bytes.Contains(upd.OldObject, []byte(`"v":"1"`)) {
 		t.Errorf("update: %s %s\nobject %s\nold %s", upd.Type, upd.Name, upd.Object, upd.OldObject)
