@@ -36,6 +36,7 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	c.NegotiatedSerializer = rawSerializer{}
 	c.GroupVersion = nil
 	c.APIPath = "/"
+	c.Wrap(touchBodies) // a watch's liveness (touchbody.go)
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}

@@ -24,11 +24,9 @@ import (
 // newController returns the store and the controller of one informer, with
 // the FIFO client-go's feature gates choose (KUBE_FEATURE_AtomicFIFO and
 // KUBE_FEATURE_UnlockWhileProcessingFIFO), as its shared informer would.
-//
-// t is told, from the reflector's goroutine, what the watch delivers (see
-// touchFIFO): no goroutine of its own stands between the watch and the
-// reflector.
-func newController(lw cache.ListerWatcher, resync time.Duration, desc string, onErr cache.WatchErrorHandlerWithContext, h cache.ResourceEventHandler, t watchTouch) (cache.Store, cache.Controller) {
+// listed is told each complete list's resourceVersion (listedFIFO); nil:
+// nobody asks.
+func newController(lw cache.ListerWatcher, resync time.Duration, desc string, onErr cache.WatchErrorHandlerWithContext, h cache.ResourceEventHandler, listed func(rv string)) (cache.Store, cache.Controller) {
 	store := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
 	opts := cache.RealFIFOOptions{Name: "RealFIFO " + desc, KeyFunction: cache.MetaNamespaceKeyFunc}
 	if gates := features.FeatureGates(); gates.Enabled(features.AtomicFIFO) {
@@ -39,7 +37,7 @@ func newController(lw cache.ListerWatcher, resync time.Duration, desc string, on
 	}
 	p := &applier{store: store, h: h}
 	return store, cache.New(&cache.Config{
-		Queue:                        &touchFIFO{RealFIFO: cache.NewRealFIFOWithOptions(opts), t: t},
+		Queue:                        &listedFIFO{RealFIFO: cache.NewRealFIFOWithOptions(opts), listed: listed},
 		ListerWatcher:                lw,
 		ObjectType:                   &Object{},
 		ObjectDescription:            desc,

@@ -26,7 +26,7 @@ func BenchmarkInformerHandOff(b *testing.B) {
 	for i := range objs {
 		objs[i] = testObject(b, fmt.Sprintf("ns/o%d", i), fmt.Sprintf("u%d", i), fmt.Sprint(100+i))
 	}
-	run := func(b *testing.B, wrap func(watch.Interface) watch.Interface, start func(context.Context, cache.ListerWatcher, cache.ResourceEventHandler) func() bool) {
+	run := func(b *testing.B, start func(context.Context, cache.ListerWatcher, cache.ResourceEventHandler) func() bool) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		w := watch.NewFakeWithChanSize(1024, false)
@@ -34,7 +34,7 @@ func BenchmarkInformerHandOff(b *testing.B) {
 			ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 				return &List{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
 			},
-			WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return wrap(w), nil },
+			WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return w, nil },
 		}, &scriptedSource{})
 		var handed atomic.Int64
 		count := func() { handed.Add(1) }
@@ -55,27 +55,15 @@ func BenchmarkInformerHandOff(b *testing.B) {
 		}
 		b.ReportMetric(float64(threadCPU()-cpu0)/float64(n), "cpu-ns/event")
 	}
-	plain := func(w watch.Interface) watch.Interface { return w }
 	b.Run("impl=controller", func(b *testing.B) {
-		run(b, plain, func(ctx context.Context, lw cache.ListerWatcher, h cache.ResourceEventHandler) func() bool {
-			_, ctrl := newController(lw, 0, "bench", nil, h, watchTouch{})
-			go ctrl.RunWithContext(ctx)
-			return func() bool { return hasSynced(ctrl) }
-		})
-	})
-	// The controller as the Manager runs it: every event and bookmark tells
-	// that the watch is alive.
-	b.Run("impl=controller-touched", func(b *testing.B) {
-		var seen atomic.Int64
-		touch := watchTouch{seen: func() { seen.Store(time.Now().UnixNano()) }}
-		run(b, plain, func(ctx context.Context, lw cache.ListerWatcher, h cache.ResourceEventHandler) func() bool {
-			_, ctrl := newController(lw, 0, "bench", nil, h, touch)
+		run(b, func(ctx context.Context, lw cache.ListerWatcher, h cache.ResourceEventHandler) func() bool {
+			_, ctrl := newController(lw, 0, "bench", nil, h, nil)
 			go ctrl.RunWithContext(ctx)
 			return func() bool { return hasSynced(ctrl) }
 		})
 	})
 	b.Run("impl=shared", func(b *testing.B) {
-		run(b, plain, func(ctx context.Context, lw cache.ListerWatcher, h cache.ResourceEventHandler) func() bool {
+		run(b, func(ctx context.Context, lw cache.ListerWatcher, h cache.ResourceEventHandler) func() bool {
 			inf := cache.NewSharedIndexInformerWithOptions(lw, &Object{}, cache.SharedIndexInformerOptions{ObjectDescription: "bench"})
 			reg, err := inf.AddEventHandler(h)
 			if err != nil {

@@ -93,7 +93,7 @@ func handlerAsksSynced(t *testing.T, stages func() []stage, want int64, slow tim
 
 	var ours askingHandler
 	ours.slow = slow
-	_, ctrl := newController((&scriptedSource{stages: stages()}).listWatch(), 0, "test", nil, ours.handler(), watchTouch{})
+	_, ctrl := newController((&scriptedSource{stages: stages()}).listWatch(), 0, "test", nil, ours.handler(), nil)
 	ctrlSynced := func() bool { return hasSynced(ctrl) }
 	ours.synced.Store(&ctrlSynced)
 	go ctrl.RunWithContext(ctx)
@@ -153,7 +153,7 @@ func TestReviewSyncedAnswersWhileAHandlerCallRuns(t *testing.T) {
 		UpdateFunc: func(any, any) { block() },
 		DeleteFunc: func(any) {},
 	}
-	_, ctrl := newController((&scriptedSource{stages: script(t)}).listWatch(), 0, "test", nil, h, watchTouch{})
+	_, ctrl := newController((&scriptedSource{stages: script(t)}).listWatch(), 0, "test", nil, h, nil)
 	go ctrl.RunWithContext(ctx)
 	defer close(release)
 	select {
@@ -192,7 +192,7 @@ func TestReviewNotSyncedWhileTheInitialListIsHandedOver(t *testing.T) {
 		UpdateFunc: func(any, any) {},
 		DeleteFunc: func(any) {},
 	}
-	_, ctrl := newController((&scriptedSource{stages: script(t)}).listWatch(), 0, "test", nil, h, watchTouch{})
+	_, ctrl := newController((&scriptedSource{stages: script(t)}).listWatch(), 0, "test", nil, h, nil)
 	go ctrl.RunWithContext(ctx)
 	select {
 	case <-entered:
@@ -223,7 +223,7 @@ func TestReviewScriptWithoutAtomicFIFO(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var ours, theirs calls
-	_, ctrl := newController((&scriptedSource{stages: script(t)}).listWatch(), 0, "test", nil, ours.handler(), watchTouch{})
+	_, ctrl := newController((&scriptedSource{stages: script(t)}).listWatch(), 0, "test", nil, ours.handler(), nil)
 	shared := cache.NewSharedIndexInformerWithOptions((&scriptedSource{stages: script(t)}).listWatch(), &Object{}, cache.SharedIndexInformerOptions{ObjectDescription: "test"})
 	if _, err := shared.AddEventHandler(theirs.handler()); err != nil {
 		t.Fatal(err)

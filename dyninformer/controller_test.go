@@ -162,7 +162,7 @@ func TestControllerTellsWhatTheSharedInformerTold(t *testing.T) {
 		errs = append(errs, err)
 		errMu.Unlock()
 	}
-	store, ctrl := newController((&scriptedSource{stages: script(t)}).listWatch(), 0, "test", onErr, ours.handler(), watchTouch{})
+	store, ctrl := newController((&scriptedSource{stages: script(t)}).listWatch(), 0, "test", onErr, ours.handler(), nil)
 
 	shared := cache.NewSharedIndexInformerWithOptions((&scriptedSource{stages: script(t)}).listWatch(), &Object{}, cache.SharedIndexInformerOptions{ObjectDescription: "test"})
 	reg, err := shared.AddEventHandler(theirs.handler())
@@ -278,7 +278,7 @@ func TestControllerReportsListErrors(t *testing.T) {
 		case reported <- err:
 		default:
 		}
-	}, got.handler(), watchTouch{})
+	}, got.handler(), nil)
 	go ctrl.RunWithContext(ctx)
 	select {
 	case err := <-reported:
@@ -320,7 +320,7 @@ func TestControllerFloodTellsWhatTheSharedInformerTold(t *testing.T) {
 	}
 	flood := func() []stage { return []stage{{rv: "10", events: events}} }
 	var ours, theirs calls
-	_, ctrl := newController((&scriptedSource{stages: flood()}).listWatch(), 0, "test", nil, ours.handler(), watchTouch{})
+	_, ctrl := newController((&scriptedSource{stages: flood()}).listWatch(), 0, "test", nil, ours.handler(), nil)
 	shared := cache.NewSharedIndexInformerWithOptions((&scriptedSource{stages: flood()}).listWatch(), &Object{}, cache.SharedIndexInformerOptions{ObjectDescription: "test"})
 	if _, err := shared.AddEventHandler(theirs.handler()); err != nil {
 		t.Fatal(err)

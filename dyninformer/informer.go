@@ -83,7 +83,9 @@ func (m *Manager) newEntry(w Watch) *entry {
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.AllowWatchBookmarks = true
-			wi, err := m.client.Watch(ctx, k.GVR, w.Namespace, opts)
+			// Every read of its body that brings bytes tells that the watch is
+			// alive (/readyz): see touchbody.go.
+			wi, err := m.client.Watch(withTouch(ctx, func() { e.seen.Store(m.now().UnixNano()) }), k.GVR, w.Namespace, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -120,10 +122,9 @@ func (m *Manager) newEntry(w Watch) *entry {
 				m.hand(e, m.event(e, event.Delete, obj, nil))
 			},
 		},
-		// Every event and bookmark tells that the watch is alive (/readyz);
-		// a complete list, its resourceVersion (a paged list's is noted by
-		// listPage first, the same).
-		watchTouch{seen: func() { e.seen.Store(m.now().UnixNano()) }, listed: e.noteListed})
+		// A complete list, its resourceVersion: a watch-list's snapshot (a
+		// paged list's is noted by listPage first, the same).
+		e.noteListed)
 	return e
 }
 

@@ -1,0 +1,229 @@
+package dyninformer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/features"
+	clientfeaturestesting "k8s.io/client-go/features/testing"
+	"k8s.io/client-go/rest"
+
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/internal/testenv"
+)
+
+// reviewManager runs a Manager on attackWatch against the fake API server h
+// (a server of its own per test: no API server needed).
+func reviewManager(t *testing.T, h http.Handler) *Manager {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	client, err := NewClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(client, func(Key, *event.Event) {}, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	m.Set([]Watch{attackWatch}, ListsKnown)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return within 10s")
+		}
+	})
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer wcancel()
+	if !m.WaitForSync(wctx) {
+		t.Fatal("no sync")
+	}
+	return m
+}
+
+// listOnlyServer lists config maps in "ns" and refuses every watch (watch-list
+// or not) with 403, as an API server does for a user granted list but not
+// watch, or a proxy that does not pass streams on.
+type listOnlyServer struct {
+	lists, watches atomic.Int32
+}
+
+func (s *listOnlyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/api/v1/namespaces/ns/configmaps" {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Query().Get("watch") == "true" {
+		s.watches.Add(1)
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"Forbidden","code":403,"message":"configmaps is forbidden: cannot watch"}`)
+		return
+	}
+	s.lists.Add(1)
+	fmt.Fprintf(w, `{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"1"},"items":[%s]}`, cmJSON("x0", 1))
+}
+
+// TestLastEventStandsWhileNoWatchIsAccepted: a watch the API server never
+// accepts delivers no event and no bookmark, so LastEvent stands still
+// through the relists that follow each refusal, and /readyz calls it
+// stalled after stallAfter. (A review found that noting liveness at each
+// complete list kept such a watch "alive" forever.)
+func TestLastEventStandsWhileNoWatchIsAccepted(t *testing.T) {
+	t.Parallel()
+	s := &listOnlyServer{}
+	m := reviewManager(t, s)
+	first := m.Statuses()[0].LastEvent
+	lists := s.lists.Load()
+	testenv.WaitFor(t, "two more relists", 30*time.Second, func() bool { return s.lists.Load() >= lists+2 })
+	st := m.Statuses()[0]
+	if !st.Synced {
+		t.Fatalf("not synced: %+v", st)
+	}
+	if st.LastEvent.After(first) {
+		t.Errorf("%d watches refused, none accepted, yet LastEvent moved from %s to %s with the relists that followed: "+
+			"/readyz's stall check (daemon/server.go) never sees this watch as stalled",
+			s.watches.Load(), first.Format(time.StampMicro), st.LastEvent.Format(time.StampMicro))
+	}
+}
+
+// relistStreamServer streams a watch-list of x0, then (once gone is closed)
+// ends that watch with a 410 Expired; the watch-list that relists streams
+// y1…y40 one every 100 ms before its initial-events-end bookmark.
+type relistStreamServer struct {
+	gone        chan struct{}
+	watches     atomic.Int32
+	streamed    atomic.Int32
+	mu          sync.Mutex
+	streamStart time.Time
+}
+
+func (s *relistStreamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/api/v1/namespaces/ns/configmaps" {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	q := r.URL.Query()
+	if q.Get("watch") != "true" || q.Get("sendInitialEvents") != "true" {
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"BadRequest","code":400,"message":"this server only serves watch-lists"}`)
+		return
+	}
+	fl := w.(http.Flusher)
+	end := func(rv int) {
+		fmt.Fprintf(w, `{"type":"BOOKMARK","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"resourceVersion":"%d","annotations":{"k8s.io/initial-events-end":"true"}}}}`+"\n", rv)
+		fl.Flush()
+	}
+	switch s.watches.Add(1) {
+	case 1:
+		fmt.Fprintf(w, `{"type":"ADDED","object":%s}`+"\n", cmJSON("x0", 1))
+		end(1)
+		select {
+		case <-s.gone:
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprint(w, `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"Expired","code":410,"message":"too old resource version: 1 (5)"}}`+"\n")
+		fl.Flush()
+		return
+	case 2:
+		s.mu.Lock()
+		s.streamStart = time.Now()
+		s.mu.Unlock()
+		for i := 1; i <= 40; i++ {
+			fmt.Fprintf(w, `{"type":"ADDED","object":%s}`+"\n", cmJSON(fmt.Sprintf("y%d", i), int64(i+5)))
+			fl.Flush()
+			s.streamed.Add(1)
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		end(50)
+	}
+	<-r.Context().Done()
+}
+
+// TestLastEventMovesWhileAWatchListRelistStreams: after a 410 Gone the
+// reflector relists, with watch-list (client-go's default) as a new stream of
+// the whole resource, whose events it keeps in a store of its own until the
+// stream ends. Each of them is the API server feeding the watch: LastEvent
+// moves while it streams, or /readyz would call stalled the re-stream of a
+// large resource that takes longer than stallAfter. (A review found that
+// noting liveness in the FIFO missed them.)
+func TestLastEventMovesWhileAWatchListRelistStreams(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, features.WatchListClient, true)
+	s := &relistStreamServer{gone: make(chan struct{})}
+	m := reviewManager(t, s)
+	before := m.Statuses()[0].LastEvent
+	time.Sleep(20 * time.Millisecond)
+	close(s.gone)
+	testenv.WaitFor(t, "the relist to stream 15 events", 30*time.Second, func() bool { return s.streamed.Load() >= 15 })
+	time.Sleep(150 * time.Millisecond) // the client reads what was flushed
+	s.mu.Lock()
+	start := s.streamStart
+	s.mu.Unlock()
+	if last := m.Statuses()[0].LastEvent; !last.After(start) {
+		t.Errorf("the relist's watch-list has streamed %d events since %s, yet LastEvent is %s (it was %s before the 410)",
+			s.streamed.Load(), start.Format(time.StampMicro), last.Format(time.StampMicro), before.Format(time.StampMicro))
+	}
+}
+
+// TestTouchBodyFollowsOnlyAWatchsOKBody: the transport follows the body of a
+// 200 response to a request that carries a touch, at each read that brings
+// bytes; a refused request's body and a request without a touch are left as
+// they are.
+func TestTouchBodyFollowsOnlyAWatchsOKBody(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/refused" {
+			w.WriteHeader(http.StatusForbidden)
+		}
+		fmt.Fprint(w, "some bytes")
+	}))
+	defer srv.Close()
+	hc := &http.Client{Transport: touchBodies(http.DefaultTransport)}
+	for _, tc := range []struct {
+		path  string
+		touch bool
+		want  bool
+	}{
+		{"/watch", true, true},
+		{"/refused", true, false},
+		{"/list", false, false},
+	} {
+		var touched atomic.Int32
+		ctx := context.Background()
+		if tc.touch {
+			ctx = withTouch(ctx, func() { touched.Add(1) })
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+tc.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || string(b) != "some bytes" {
+			t.Fatalf("%s: read %q, %v", tc.path, b, err)
+		}
+		if got := touched.Load() > 0; got != tc.want {
+			t.Errorf("%s: touched %d times, want touched %v", tc.path, touched.Load(), tc.want)
+		}
+	}
+}
