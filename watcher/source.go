@@ -41,6 +41,9 @@ type source struct {
 	// crdDeleted notes the CRDs the CRD watch saw deleted: their resources
 	// are not kept for vanishGrace.
 	crdDeleted deletedCRDs
+	// known is the catalog last matched (cat), for the CRD watch's handler,
+	// which does not take the watcher's mu: see crdServed.
+	known atomic.Pointer[discovery.Catalog]
 	// The watcher's mu guards the rest. cat is the catalog the watched set
 	// was last matched to; vanished holds, with state, the watches whose
 	// resource discovery stopped serving, for vanishGrace (tests shorten it):
@@ -100,14 +103,22 @@ func newSource(client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface,
 func (s *source) attach(client *dyninformer.Client, disc k8sdiscovery.DiscoveryInterface) {
 	s.disc = disc
 	s.mgr = dyninformer.NewManager(client, s.handler, dyninformer.Options{Resync: s.resync, Logger: s.log})
-	s.crds = dyninformer.NewManager(client.Unsharded(), func(_ dyninformer.Key, ev *event.Event) {
-		if ev.Type == event.Delete {
-			s.crdDeleted.note(ev.Name, time.Now())
-		}
-		s.kick()
-	}, dyninformer.Options{Logger: s.log})
+	s.crds = dyninformer.NewManager(client.Unsharded(), func(_ dyninformer.Key, ev *event.Event) { s.crdEvent(ev) }, dyninformer.Options{Logger: s.log})
 	_, _ = s.crds.Set([]dyninformer.Watch{{Resource: crdResource, Cluster: s.name}}, dyninformer.ListsKnown)
 	s.connected.Store(true)
+}
+
+// crdEvent is the CRD watch's handler: a CRD's change asks for a discovery
+// refresh, but for one of the watch's initial list that the catalog read
+// just before serves as it says (crdServed).
+func (s *source) crdEvent(ev *event.Event) {
+	if ev.Type == event.Delete {
+		s.crdDeleted.note(ev.Name, time.Now())
+	}
+	if ev.Origin == event.InitialList && crdServed(s.known.Load(), ev.Object) {
+		return
+	}
+	s.kick()
 }
 
 // run runs the informers, the CRD watch and the refresh loop, which calls

@@ -233,6 +233,7 @@ func (w *Watcher) applyLocked(s *source, c change) dyninformer.Change {
 	p := plan.Resolve(mine, c.cat)
 	w.health.reportSelectsNothing(s, mine.Rules, p.Rules, c.cat)
 	s.cat = c.cat
+	s.known.Store(c.cat)
 	for i := range p.Watches {
 		p.Watches[i].Cluster = s.name
 	}
