@@ -12,7 +12,7 @@ import (
 type jsonFramer struct{ hints bool }
 
 func (j jsonFramer) NewFrameReader(r io.ReadCloser) io.ReadCloser {
-	return &frameReader{r: r, hints: j.hints}
+	return &frameReader{r: r, hints: j.hints, touch: frameTouch(r)}
 }
 func (jsonFramer) NewFrameWriter(w io.Writer) io.Writer { return w }
 
@@ -48,6 +48,9 @@ type frameReader struct {
 	// trailBuf is trail's storage, so that a reader's trailers cost no
 	// allocation of their own.
 	trailBuf [trailerMax]byte
+	// touch is the watch's liveness, called per frame that is no ERROR
+	// event (touchbody.go); nil: none.
+	touch func()
 }
 
 func (f *frameReader) Close() error { return f.r.Close() }
@@ -94,6 +97,9 @@ func (f *frameReader) next() ([]byte, error) {
 			}
 			f.start, f.pos, f.depth, f.commas, f.closed = e, e, 0, 0, 0
 			f.spans = frameSpans{}
+			if f.touch != nil && !errorFrame(frame) {
+				f.touch()
+			}
 			return frame, nil
 		}
 		if f.err != nil {

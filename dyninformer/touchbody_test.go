@@ -182,9 +182,9 @@ func TestLastEventMovesWhileAWatchListRelistStreams(t *testing.T) {
 }
 
 // TestTouchBodyFollowsOnlyAWatchsOKBody: the transport follows the body of a
-// 200 response to a request that carries a touch, at each read that brings
-// bytes; a refused request's body and a request without a touch are left as
-// they are.
+// 200 response to a watch request that carries a touch, at each read that
+// brings bytes; a refused watch's body, a list's and a request without a
+// touch are left as they are.
 func TestTouchBodyFollowsOnlyAWatchsOKBody(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -200,9 +200,11 @@ func TestTouchBodyFollowsOnlyAWatchsOKBody(t *testing.T) {
 		touch bool
 		want  bool
 	}{
-		{"/watch", true, true},
-		{"/refused", true, false},
-		{"/list", false, false},
+		{"/watch?watch=true", true, true},
+		{"/watch?watch=1", true, true},
+		{"/refused?watch=true", true, false},
+		{"/list", true, false},
+		{"/watch?watch=true", false, false},
 	} {
 		var touched atomic.Int32
 		ctx := context.Background()
@@ -223,7 +225,30 @@ func TestTouchBodyFollowsOnlyAWatchsOKBody(t *testing.T) {
 			t.Fatalf("%s: read %q, %v", tc.path, b, err)
 		}
 		if got := touched.Load() > 0; got != tc.want {
-			t.Errorf("%s: touched %d times, want touched %v", tc.path, touched.Load(), tc.want)
+			t.Errorf("%s (touch %v): touched %d times, want touched %v", tc.path, tc.touch, touched.Load(), tc.want)
+		}
+	}
+}
+
+// TestFramerTouchesPerEventNotPerError: the framer takes a watch body's
+// touch and calls it once per frame that is no ERROR event, in whatever
+// pieces the body comes, and the body no longer calls it per read.
+func TestFramerTouchesPerEventNotPerError(t *testing.T) {
+	t.Parallel()
+	stream := []byte(`{"type":"ADDED","object":{"metadata":{"name":"a"}}}` + "\n" +
+		`{"type":"ERROR","object":{"kind":"Status","code":500}}` + "\n" +
+		`{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}}` + "\n" +
+		`{"object":{"kind":"Status","code":410},"type":"ERROR"}` + "\n" +
+		`{"object":{"metadata":{"name":"b"}},"type":"MODIFIED"}` + "\n")
+	for _, n := range []int{1, 7, 64, len(stream)} {
+		var touched atomic.Int32
+		body := &touchBody{ReadCloser: &oneByte{data: stream, n: n}, touch: func() { touched.Add(1) }}
+		frames := readAll(t, jsonFramer{hints: true}.NewFrameReader(body))
+		if len(frames) != 5 {
+			t.Fatalf("reads of %d: %d frames, want 5", n, len(frames))
+		}
+		if got := touched.Load(); got != 3 {
+			t.Errorf("reads of %d: touched %d times, want 3 (ADDED, BOOKMARK, MODIFIED)", n, got)
 		}
 	}
 }
