@@ -48,6 +48,7 @@ import (
 //	CPU <ns>      its CPU time so far, on the parent's "CPU" line on stdin
 //	RSS <bytes>   its peak RSS (VmHWM), as it exits
 //	STAT <goroutines> <bytes>  on "STAT": goroutines and live heap (after a GC)
+//	REQSEND <discovery>  dynwatch, as it stops: discovery requests by then
 //	REQS <discovery> <resources> <goroutines>  dynwatch, after HEAP: discovery
 //	              requests so far, resources listed or watched, goroutines
 //
@@ -158,6 +159,10 @@ func runChild(c *child) error {
 		cancel()
 	}()
 	err = <-errc
+	if c.reqs != nil {
+		disc, _ := c.reqs.counts()
+		c.say("REQSEND %d", disc)
+	}
 	// Its own peak RSS: the rusage's counts the parent's memory at the fork.
 	c.say("RSS %d", peakRSS("self"))
 	return err

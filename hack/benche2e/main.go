@@ -262,7 +262,7 @@ func syncOnce(o options, env *testenv.Env, v variant, ns string, s syncRun) (syn
 		return syncResult{}, err
 	}
 	return syncResult{label: s.label, sync: p.sync, heap: p.heap, rss: p.rss, anon: p.anon.Load(), cpu: p.cpu,
-		discovery: p.discovery, resources: p.resources, goroutines: p.goroutines}, nil
+		discovery: p.discovery, resources: p.resources, goroutines: p.goroutines, discoveryEnd: p.discoveryEnd}, nil
 }
 
 type syncRun struct{ label, mode, state string }

@@ -31,6 +31,8 @@ type proc struct {
 	// From REQS (dynwatch): discovery requests and resources watched by
 	// the initial sync, and goroutines then.
 	discovery, resources, goroutines int64
+	// From REQSEND (dynwatch): discovery requests by the time it stopped.
+	discoveryEnd int64
 
 	logs fmt.Stringer // a peer's last logs, for errors
 
@@ -123,6 +125,8 @@ func (p *proc) read(r io.Reader) {
 			if len(args) == 2 {
 				p.stats <- [2]int64{args[0], args[1]}
 			}
+		case "REQSEND":
+			p.discoveryEnd = n
 		case "RSS":
 			p.ownRSS = n
 		case "REQS":

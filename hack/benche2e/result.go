@@ -19,6 +19,9 @@ type syncResult struct {
 	// dynwatch's, from its first run: discovery requests and resources
 	// watched by its initial sync, and goroutines then.
 	discovery, resources, goroutines int64
+	// discoveryEnd is its discovery requests by the time it was stopped:
+	// the sync's, and those of the idle after it.
+	discoveryEnd int64
 }
 
 type result struct {
@@ -44,7 +47,7 @@ func median(runs []syncResult) syncResult {
 		anon = append(anon, r.anon)
 	}
 	return syncResult{label: runs[0].label, sync: time.Duration(mid(sync)), heap: mid(heap), rss: mid(rss), anon: mid(anon), cpu: time.Duration(mid(cpu)),
-		discovery: runs[0].discovery, resources: runs[0].resources, goroutines: runs[0].goroutines}
+		discovery: runs[0].discovery, resources: runs[0].resources, goroutines: runs[0].goroutines, discoveryEnd: runs[0].discoveryEnd}
 }
 
 func machine() string {
