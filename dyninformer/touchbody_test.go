@@ -20,9 +20,9 @@ import (
 	"github.com/dynwatch/dynwatch/internal/testenv"
 )
 
-// reviewManager runs a Manager on attackWatch against the fake API server h
+// managerOn runs a Manager on attackWatch against the fake API server h
 // (a server of its own per test: no API server needed).
-func reviewManager(t *testing.T, h http.Handler) *Manager {
+func managerOn(t *testing.T, h http.Handler) *Manager {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -51,14 +51,14 @@ func reviewManager(t *testing.T, h http.Handler) *Manager {
 	return m
 }
 
-// listOnlyServer lists config maps in "ns" and refuses every watch (watch-list
-// or not) with 403, as an API server does for a user granted list but not
-// watch, or a proxy that does not pass streams on.
-type listOnlyServer struct {
+// deadWatchServer lists config maps in "ns" and answers every watch
+// (watch-list or not) with answer: never an event or a bookmark.
+type deadWatchServer struct {
 	lists, watches atomic.Int32
+	answer         func(http.ResponseWriter)
 }
 
-func (s *listOnlyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *deadWatchServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/api/v1/namespaces/ns/configmaps" {
 		http.NotFound(w, r)
 		return
@@ -66,12 +66,18 @@ func (s *listOnlyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if r.URL.Query().Get("watch") == "true" {
 		s.watches.Add(1)
-		w.WriteHeader(http.StatusForbidden)
-		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"Forbidden","code":403,"message":"configmaps is forbidden: cannot watch"}`)
+		s.answer(w)
 		return
 	}
 	s.lists.Add(1)
 	fmt.Fprintf(w, `{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"1"},"items":[%s]}`, cmJSON("x0", 1))
+}
+
+// refuseWatch refuses a watch with 403, as an API server does for a user
+// granted list but not watch, or a proxy that does not pass streams on.
+func refuseWatch(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusForbidden)
+	fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"Forbidden","code":403,"message":"configmaps is forbidden: cannot watch"}`)
 }
 
 // TestLastEventStandsWhileNoWatchIsAccepted: a watch the API server never
@@ -81,19 +87,49 @@ func (s *listOnlyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // complete list kept such a watch "alive" forever.)
 func TestLastEventStandsWhileNoWatchIsAccepted(t *testing.T) {
 	t.Parallel()
-	s := &listOnlyServer{}
-	m := reviewManager(t, s)
+	lastEventStands(t, &deadWatchServer{answer: refuseWatch}, "refused")
+}
+
+// errorWatch accepts a watch with a 200 whose body is a single ERROR event,
+// then ends it: what an API server whose watch cache is stuck behind etcd
+// answers (the cacher's errWatcher: 504 "Too large resource version"), or
+// one whose storage fails every watch (500). The list is read from etcd and
+// succeeds.
+func errorWatch(w http.ResponseWriter) {
+	fmt.Fprint(w, `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"Timeout","code":504,"message":"Too large resource version: 7, current: 1","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":1}}}`+"\n")
+}
+
+// TestLastEventStandsWhileEveryWatchIsAnError: a watch that the API server
+// answers with 200 and an ERROR event, every time, delivers no event and no
+// bookmark: the informer is as dead as one whose watch is refused with 403,
+// LastEvent stands still, and /readyz (daemon/server.go stalled) calls it
+// stalled. (A review found that counting the bytes of the body, an error
+// event's included, kept such a watch alive; the old goroutine did the same.)
+// Without watch-list, so that the relists come paced.
+func TestLastEventStandsWhileEveryWatchIsAnError(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, features.WatchListClient, false)
+	lastEventStands(t, &deadWatchServer{answer: errorWatch}, "answered with nothing but an ERROR event")
+}
+
+// lastEventStands runs a Manager against s until two more watches than the
+// first were answered (each followed by a relist), and fails if its
+// LastEvent moved meanwhile.
+func lastEventStands(t *testing.T, s *deadWatchServer, answered string) {
+	t.Helper()
+	m := managerOn(t, s)
+	testenv.WaitFor(t, "a first watch", 30*time.Second, func() bool { return s.watches.Load() >= 1 })
+	time.Sleep(50 * time.Millisecond)
 	first := m.Statuses()[0].LastEvent
-	lists := s.lists.Load()
-	testenv.WaitFor(t, "two more relists", 30*time.Second, func() bool { return s.lists.Load() >= lists+2 })
+	watches := s.watches.Load()
+	testenv.WaitFor(t, "two more watches", 30*time.Second, func() bool { return s.watches.Load() >= watches+2 })
+	time.Sleep(50 * time.Millisecond)
 	st := m.Statuses()[0]
 	if !st.Synced {
 		t.Fatalf("not synced: %+v", st)
 	}
 	if st.LastEvent.After(first) {
-		t.Errorf("%d watches refused, none accepted, yet LastEvent moved from %s to %s with the relists that followed: "+
-			"/readyz's stall check (daemon/server.go) never sees this watch as stalled",
-			s.watches.Load(), first.Format(time.StampMicro), st.LastEvent.Format(time.StampMicro))
+		t.Errorf("%d watches, each %s (%d lists), yet LastEvent moved from %s to %s: /readyz's stall check never sees this watch as stalled",
+			s.watches.Load(), answered, s.lists.Load(), first.Format(time.StampMicro), st.LastEvent.Format(time.StampMicro))
 	}
 }
 
@@ -166,7 +202,7 @@ func (s *relistStreamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestLastEventMovesWhileAWatchListRelistStreams(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, features.WatchListClient, true)
 	s := &relistStreamServer{gone: make(chan struct{})}
-	m := reviewManager(t, s)
+	m := managerOn(t, s)
 	before := m.Statuses()[0].LastEvent
 	time.Sleep(20 * time.Millisecond)
 	close(s.gone)

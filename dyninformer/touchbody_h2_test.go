@@ -21,59 +21,6 @@ import (
 	"github.com/dynwatch/dynwatch/internal/testenv"
 )
 
-// errorWatchServer lists config maps in "ns" and accepts every watch with a
-// 200 whose body is a single ERROR event, then ends it: what an API server
-// whose watch cache is stuck behind etcd answers (the cacher's errWatcher:
-// 504 "Too large resource version"), or one whose storage fails every watch
-// (500). The list is read from etcd and succeeds; no watch ever delivers an
-// event or a bookmark.
-type errorWatchServer struct {
-	lists, watches atomic.Int32
-}
-
-func (s *errorWatchServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/api/v1/namespaces/ns/configmaps" {
-		http.NotFound(w, r)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if r.URL.Query().Get("watch") == "true" {
-		s.watches.Add(1)
-		fmt.Fprint(w, `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"Timeout","code":504,"message":"Too large resource version: 7, current: 1","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":1}}}`+"\n")
-		return
-	}
-	s.lists.Add(1)
-	fmt.Fprintf(w, `{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"1"},"items":[%s]}`, cmJSON("x0", 1))
-}
-
-// TestLastEventStandsWhileEveryWatchIsAnError: a watch that the API
-// server answers with 200 and an ERROR event, every time, delivers no event
-// and no bookmark: the informer is as dead as one whose watch is refused
-// with 403 (TestLastEventStandsWhileNoWatchIsAccepted): LastEvent stands
-// still, and /readyz (daemon/server.go stalled) calls it stalled. (A review
-// found that counting the bytes of the body, an error event's included, kept
-// such a watch alive; the old goroutine did the same.)
-func TestLastEventStandsWhileEveryWatchIsAnError(t *testing.T) {
-	clientfeaturestesting.SetFeatureDuringTest(t, features.WatchListClient, false)
-	s := &errorWatchServer{}
-	m := reviewManager(t, s)
-	testenv.WaitFor(t, "a first watch", 30*time.Second, func() bool { return s.watches.Load() >= 1 })
-	time.Sleep(50 * time.Millisecond)
-	first := m.Statuses()[0].LastEvent
-	watches := s.watches.Load()
-	testenv.WaitFor(t, "two more watches", 30*time.Second, func() bool { return s.watches.Load() >= watches+2 })
-	time.Sleep(50 * time.Millisecond)
-	st := m.Statuses()[0]
-	if !st.Synced {
-		t.Fatalf("not synced: %+v", st)
-	}
-	if st.LastEvent.After(first) {
-		t.Errorf("%d watches, each answered with nothing but an ERROR event (%d relists), yet LastEvent moved from %s to %s: "+
-			"/readyz's stall check never sees this watch as stalled",
-			s.watches.Load(), s.lists.Load(), first.Format(time.StampMicro), st.LastEvent.Format(time.StampMicro))
-	}
-}
-
 // h2GzipServer serves, over HTTP/2 with TLS, a list of x0 and a watch that
 // gzips its stream (when the client accepts gzip, as Go's transport does
 // unless DisableCompression) and sends an ADDED event every 50 ms.
