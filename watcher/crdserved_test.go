@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -116,7 +117,8 @@ func TestCRDEventKicksOnlyWhatDiscoveryDoesNotServe(t *testing.T) {
 // catalog read before does not have, then read again.
 func TestCRDServedAgainstDiscovery(t *testing.T) {
 	t.Parallel()
-	group := "served.example.com"
+	// A group of its own, run after run, that no other test's rule selects.
+	group := fmt.Sprintf("served%d.crdserved.test", time.Now().UnixNano()%1e9)
 	obj := crd(group, "sprockets", "Sprocket")
 	versions := obj["spec"].(map[string]any)["versions"].([]any)
 	v2 := map[string]any{}
@@ -126,7 +128,9 @@ func TestCRDServedAgainstDiscovery(t *testing.T) {
 	v2["name"], v2["served"], v2["storage"] = "v2", false, false
 	obj["spec"].(map[string]any)["versions"] = append(versions, v2)
 	create(t, crdGVR, "", obj)
-	t.Cleanup(func() { _ = dyn(t).Resource(crdGVR).Delete(t.Context(), "sprockets."+group, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { // t.Context() is done by now
+		_ = dyn(t).Resource(crdGVR).Delete(context.Background(), "sprockets."+group, metav1.DeleteOptions{})
+	})
 	disc := k8sdiscovery.NewDiscoveryClientForConfigOrDie(env.Config)
 	load := func(versions int) *discovery.Catalog {
 		var cat *discovery.Catalog
