@@ -104,7 +104,7 @@ func TestCRDEventKicksOnlyWhatDiscoveryDoesNotServe(t *testing.T) {
 		{"a live update", widgets("v1"), event.Event{Type: event.Update, Origin: event.Live, Object: served, OldObject: served}, true},
 		{"a delete", widgets("v1"), event.Event{Type: event.Delete, Origin: event.Live, Name: "widgets.g", Object: served}, true},
 	} {
-		s.known.Store(tc.known)
+		s.cat.Store(tc.known)
 		s.crdEvent(&tc.ev)
 		if got := kicked(); got != tc.kick {
 			t.Errorf("%s: kicked %v, want %v", tc.name, got, tc.kick)

@@ -54,7 +54,7 @@ func (w *Watcher) reloadLocked(file *plan.File) ([]*source, error) {
 	}
 	w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues), clusters: w.pipe.Load().clusters})
 	for _, s := range w.srcs {
-		if s.cat != nil {
+		if s.cat.Load() != nil {
 			w.applyReloadLocked(s, file, diff, added)
 		}
 	}
@@ -68,7 +68,7 @@ func (w *Watcher) reloadLocked(file *plan.File) ([]*source, error) {
 func (w *Watcher) applyReloadLocked(s *source, file *plan.File, diff reloadDiff, added map[string]bool) {
 	mgr := s.mgr
 	diff.watchesBefore = mgr.Watches()
-	ch := w.applyLocked(s, change{file: file, cat: s.cat, lists: dyninformer.ListsKnown, added: added})
+	ch := w.applyLocked(s, change{file: file, cat: s.cat.Load(), lists: dyninformer.ListsKnown, added: added})
 	s.log.Info("config reloaded", append([]any{"config", file.Path, "rules", len(file.Rules), "actions", len(file.Config.Actions)},
 		diff.attrs(mgr.Watches())...)...)
 	// Informers that keep running do not list again: an added rule with

@@ -41,14 +41,13 @@ type source struct {
 	// crdDeleted notes the CRDs the CRD watch saw deleted: their resources
 	// are not kept for vanishGrace.
 	crdDeleted deletedCRDs
-	// known is the catalog last matched (cat), for the CRD watch's handler,
-	// which does not take the watcher's mu: see crdServed.
-	known atomic.Pointer[discovery.Catalog]
-	// The watcher's mu guards the rest. cat is the catalog the watched set
-	// was last matched to; vanished holds, with state, the watches whose
-	// resource discovery stopped serving, for vanishGrace (tests shorten it):
-	// see vanish.go.
-	cat         *discovery.Catalog
+	// cat is the catalog the watched set was last matched to: set under
+	// the watcher's mu, read without it by the CRD watch's handler
+	// (crdServed).
+	cat atomic.Pointer[discovery.Catalog]
+	// The watcher's mu guards the rest. vanished holds, with state, the
+	// watches whose resource discovery stopped serving, for vanishGrace
+	// (tests shorten it): see vanish.go.
 	vanished    map[scopeKey]vanishedWatch
 	vanishGrace time.Duration
 
@@ -115,7 +114,7 @@ func (s *source) crdEvent(ev *event.Event) {
 	if ev.Type == event.Delete {
 		s.crdDeleted.note(ev.Name, time.Now())
 	}
-	if ev.Origin == event.InitialList && crdServed(s.known.Load(), ev.Object) {
+	if ev.Origin == event.InitialList && crdServed(s.cat.Load(), ev.Object) {
 		return
 	}
 	s.kick()

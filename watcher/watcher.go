@@ -209,7 +209,7 @@ func (w *Watcher) refresh(s *source) {
 	if !w.hasSourceLocked(s) {
 		return // a reload removed its cluster
 	}
-	w.health.reportFailed(s, cat, s.cat)
+	w.health.reportFailed(s, cat, s.cat.Load())
 	w.applyLocked(s, change{file: w.File(), cat: cat, lists: dyninformer.ListsNew})
 }
 
@@ -232,8 +232,7 @@ func (w *Watcher) applyLocked(s *source, c change) dyninformer.Change {
 	mine := c.file.ForCluster(s.name)
 	p := plan.Resolve(mine, c.cat)
 	w.health.reportSelectsNothing(s, mine.Rules, p.Rules, c.cat)
-	s.cat = c.cat
-	s.known.Store(c.cat)
+	s.cat.Store(c.cat)
 	for i := range p.Watches {
 		p.Watches[i].Cluster = s.name
 	}
