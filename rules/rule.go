@@ -168,39 +168,56 @@ func verdict(held bool) string {
 
 // originAllows decides by where the event came from: a relist after a version
 // move fires nothing; an initial list fires only rules with onStart: all (and,
-// after a reload, only the rules it added); a replay only onStart: diff. What
-// it found is put in words only when explaining: an initial list of 100 000
-// objects would otherwise format a sentence per object and rule.
+// after a reload, only the rules it added); a replay only onStart: diff. Why
+// is put in words only when explaining: an initial list of 100 000 objects
+// would otherwise format a sentence per object and rule.
 func (r *Rule) originAllows(ev *event.Event, added Added, rec *recorder) bool {
 	var held bool
+	why := originPlain
 	switch ev.Origin {
 	case event.Live:
 		return true // not recorded: the common case needs no step
+	case event.Relist:
+		why = originVersionMove
 	case event.InitialList:
-		held = (ev.Epoch == 0 || added[ev.Epoch][r.Name]) && r.OnStart == config.OnStartAll
+		switch {
+		case ev.Epoch > 0 && !added[ev.Epoch][r.Name]:
+			why = originNotAdded
+		case r.OnStart != config.OnStartAll:
+			why = originNotAll
+		default:
+			held = true
+		}
 	case event.Replay:
 		held = r.OnStart == config.OnStartDiff
+		why = originOnStart
 	}
 	if rec != nil {
-		record(rec, "origin", r.originFound(ev, added), held)
+		record(rec, "origin", r.originWords(ev.Origin, why), held)
 	}
 	return held
 }
 
-// originFound is what originAllows found, in words (Explain).
-func (r *Rule) originFound(ev *event.Event, added Added) string {
-	found := ev.Origin.String()
-	switch ev.Origin {
-	case event.Relist:
+// Why originAllows decided as it did, for originWords.
+const (
+	originPlain       = iota // the origin says it all
+	originVersionMove        // a relist after a version move
+	originNotAdded           // an initial list of a reload that did not add the rule
+	originNotAll             // an initial list, and onStart is not all
+	originOnStart            // a replay, which onStart decides
+)
+
+// originWords is what originAllows found, in words (Explain).
+func (r *Rule) originWords(o event.Origin, why int) string {
+	found := o.String()
+	switch why {
+	case originVersionMove:
 		found += " after a version move: nothing in it is new"
-	case event.InitialList:
-		switch {
-		case ev.Epoch > 0 && !added[ev.Epoch][r.Name]:
-			found += " of a reload that did not add this rule"
-		case r.OnStart != config.OnStartAll:
-			found += fmt.Sprintf(" (onStart: %s fires on it only with all)", r.OnStart)
-		}
-	case event.Replay:
+	case originNotAdded:
+		found += " of a reload that did not add this rule"
+	case originNotAll:
+		found += fmt.Sprintf(" (onStart: %s fires on it only with all)", r.OnStart)
+	case originOnStart:
 		found += fmt.Sprintf(" (onStart: %s)", r.OnStart)
 	}
 	return found
