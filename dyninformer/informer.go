@@ -40,26 +40,10 @@ type entry struct {
 	watchErr error
 	// seen is when the watch last delivered an event or a bookmark (Unix ns).
 	seen atomic.Int64
-	// listed is the resourceVersion of the informer's first list (paged, or
-	// a watch-list's snapshot: its initial-events-end bookmark's), once
-	// complete; listing that of the paged list under way (mu guards it).
-	listed  atomic.Pointer[string]
-	listing string
-}
-
-// listPage follows a paged list: its first page (first) gives the
-// snapshot's resourceVersion, noted once its last page came (a list whose
-// later page fails is given up and made again from its first, at another
-// resourceVersion).
-func (e *entry) listPage(first bool, l *List) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if first {
-		e.listing = l.ResourceVersion
-	}
-	if l.Continue == "" {
-		e.noteListed(e.listing)
-	}
+	// listed is the resourceVersion of the informer's first complete list
+	// (paged, or a watch-list's snapshot), as the reflector hands it to the
+	// FIFO (listedFIFO).
+	listed atomic.Pointer[string]
 }
 
 // noteListed notes rv as the informer's first list's, once.
@@ -76,15 +60,14 @@ func (m *Manager) newEntry(w Watch) *entry {
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			l, err := m.client.List(ctx, k.GVR, w.Namespace, paged(opts))
 			if err != nil {
-				return nil, err
+				return nil, err // not a nil *List in the interface
 			}
-			e.listPage(opts.Continue == "", l)
 			return l, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.AllowWatchBookmarks = true
-			// Every read of its body that brings bytes tells that the watch is
-			// alive (/readyz): see touchbody.go.
+			// Every event and bookmark it delivers, not an ERROR event, tells
+			// that the watch is alive (/readyz): see touchbody.go.
 			wi, err := m.client.Watch(withTouch(ctx, func() { e.seen.Store(m.now().UnixNano()) }), k.GVR, w.Namespace, opts)
 			if err != nil {
 				return nil, err
@@ -122,8 +105,10 @@ func (m *Manager) newEntry(w Watch) *entry {
 				m.hand(e, m.event(e, event.Delete, obj, nil))
 			},
 		},
-		// A complete list, its resourceVersion: a watch-list's snapshot (a
-		// paged list's is noted by listPage first, the same).
+		// A complete list, its resourceVersion: a paged list's is its first
+		// page's (client-go's pager keeps it), a watch-list's its
+		// initial-events-end bookmark's. A list given up, or one whose last
+		// page came but that the reflector could not hold, is never noted.
 		e.noteListed)
 	return e
 }

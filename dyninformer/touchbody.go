@@ -28,7 +28,7 @@ import (
 type touchKey struct{}
 
 // withTouch returns ctx carrying touch: a watch opened with it calls touch
-// each time its response body brings bytes.
+// per frame of its response that is no ERROR event.
 func withTouch(ctx context.Context, touch func()) context.Context {
 	return context.WithValue(ctx, touchKey{}, touch)
 }
