@@ -142,10 +142,14 @@ func TestListedIsTheListTheInformerHeldNotAnAbandonedFirstPage(t *testing.T) {
 	if !slices.Contains(p.log(), "expired continue") {
 		t.Fatalf("the informer's list was not paged through the proxy: %v", p.log())
 	}
-	var held []string
-	for _, ev := range col.events() {
-		held = append(held, ev.Name)
-	}
+	listedHeld(t, d, ns, m, col)
+}
+
+// listedHeld fails unless a list at the one watch's Listed holds exactly the
+// objects its informer's list handed over.
+func listedHeld(t *testing.T, d dynamic.Interface, ns string, m *Manager, col *collector) {
+	t.Helper()
+	held := initialNames(col)
 	slices.Sort(held)
 	listed := m.Statuses()[0].Listed
 	l, err := d.Resource(cmGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{ResourceVersion: listed, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
@@ -159,6 +163,113 @@ func TestListedIsTheListTheInformerHeldNotAnAbandonedFirstPage(t *testing.T) {
 	slices.Sort(atListed)
 	t.Logf("informer handed over %v; a list at Listed=%s holds %v", held, listed, atListed)
 	if !slices.Equal(held, atListed) {
-		t.Errorf("Listed=%s is not the list the informer held: a list at it holds %v, the informer's list held %v (b, deleted before the informer's real list, is at Listed: its delete is delivered by no shard)", listed, atListed, held)
+		t.Errorf("Listed=%s is not the list the informer held: a list at it holds %v, the informer's list held %v", listed, atListed, held)
 	}
+}
+
+// onePerPageProxy stands between an informer and the real API server: it
+// refuses watch-lists, makes every list page one object, and calls between
+// once the first page was served, before the second.
+type onePerPageProxy struct {
+	ns      string
+	between func() error
+	proxy   *httputil.ReverseProxy
+
+	mu    sync.Mutex
+	pages int
+}
+
+func (p *onePerPageProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if r.URL.Path != "/api/v1/namespaces/"+p.ns+"/configmaps" || (q.Get("watch") == "true" && q.Get("sendInitialEvents") != "true") {
+		p.proxy.ServeHTTP(w, r)
+		return
+	}
+	if q.Get("sendInitialEvents") == "true" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"BadRequest","code":400,"message":"no watch-list here"}`)
+		return
+	}
+	p.mu.Lock()
+	p.pages++
+	if p.pages == 2 {
+		if err := p.between(); err != nil {
+			panic(err)
+		}
+	}
+	p.mu.Unlock()
+	q.Set("limit", "1")
+	r.URL.RawQuery = q.Encode()
+	p.proxy.ServeHTTP(w, r)
+}
+
+// TestListedIsTheFirstPagesOfAPagedList: a list in several pages is one
+// snapshot, at its first page's resourceVersion, which is Listed; an object
+// made while the pages come is in neither the informer's list nor a list at
+// Listed. (Listed is noted when the reflector hands the list to its FIFO.)
+func TestListedIsTheFirstPagesOfAPagedList(t *testing.T) {
+	cfg := cluster(t)
+	d := dynamic.NewForConfigOrDie(cfg)
+	ns := testenv.Namespace(t, d)
+	for _, n := range []string{"a", "b", "c", "d"} {
+		if _, err := d.Resource(cmGVR).Namespace(ns).Create(t.Context(), labelledConfigMap(ns, n, "1"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &onePerPageProxy{ns: ns,
+		between: func() error {
+			_, err := d.Resource(cmGVR).Namespace(ns).Create(context.Background(), labelledConfigMap(ns, "late", "1"), metav1.CreateOptions{})
+			return err
+		},
+		proxy: &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(api) }, Transport: rt, FlushInterval: -1},
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	client, err := NewClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := &collector{}
+	m := NewManager(client, col.handle, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	m.Set([]Watch{{Resource: event.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}, Namespace: ns}}, ListsKnown)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	testenv.WaitFor(t, "the informer synced", 30*time.Second, func() bool {
+		st := m.Statuses()
+		return len(st) == 1 && st[0].Synced && st[0].Listed != ""
+	})
+	p.mu.Lock()
+	pages := p.pages
+	p.mu.Unlock()
+	if pages < 4 {
+		t.Fatalf("the informer's list came in %d pages, want 4 or more", pages)
+	}
+	if held := initialNames(col); len(held) != 4 {
+		t.Fatalf("the informer's list handed over %v, want the 4 made before it", held)
+	}
+	listedHeld(t, d, ns, m, col)
+}
+
+// initialNames are the names of the objects the informer's list handed over
+// (not the watch's after it), sorted.
+func initialNames(col *collector) []string {
+	var held []string
+	for _, ev := range col.events() {
+		if ev.Origin == event.InitialList {
+			held = append(held, ev.Name)
+		}
+	}
+	slices.Sort(held)
+	return held
 }
