@@ -24,6 +24,9 @@ type latencyResult struct {
 	received int           // of the spaced updates
 	burst    int           // updates of the burst received
 	cpu      time.Duration // spent during the burst
+	// spacedCPU is the CPU spent from the first spaced update until all of
+	// them were seen: at that pace each event has a commit of its own.
+	spacedCPU time.Duration
 }
 
 // waitReceived waits until every process has seen n updates, or 60s passed.
@@ -39,9 +42,9 @@ func waitReceived(procs []*proc, n int) {
 // latencies runs a raw watch, dynwatch, and dynwatch with state (restarted on
 // the state of the sync runs) side by side, makes o.updates updates, and
 // collects when each process saw each one and what CPU it spent meanwhile;
-// and how long the burst took, from its first update until every process had
-// seen it.
-func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Interface, v variant, ns, statePath string) ([]latencyResult, time.Duration, error) {
+// and how long the spaced updates and the burst took, each from its first
+// update until every process had seen it.
+func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Interface, v variant, ns, statePath string) (_ []latencyResult, spacedTook, burstTook time.Duration, _ error) {
 	runs := []syncRun{{"raw watch", "rawwatch", ""}, {"dynwatch", "dynwatch", ""}, {"dynwatch, state", "dynwatch", statePath}}
 	procs := make([]*proc, len(runs))
 	for i, s := range runs {
@@ -49,50 +52,61 @@ func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Inter
 		if o.profile != "" {
 			prof = o.profile + "/latency"
 			if err := os.MkdirAll(prof, 0o755); err != nil {
-				return nil, 0, err
+				return nil, 0, 0, err
 			}
 		}
 		p, err := start(s.mode, env.Kubeconfig, v, ns, s.state, prof)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		defer func() { _ = p.stop() }()
 		if err := p.waitSynced(5 * time.Minute); err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", s.label, err)
+			return nil, 0, 0, fmt.Errorf("%s: %w", s.label, err)
 		}
 		procs[i] = p
 	}
-	// Spaced updates: the latency of each.
+	// Spaced updates: the latency of each, and the CPU per event at that
+	// pace (idle costs included: the figure a steady flow pays).
+	cpuSpaced0, err := cpus(procs)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	spaced := time.Now()
 	if err := update(ctx, d, v, ns, o.updates, o.n, o.interval, 1); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	waitReceived(procs, o.updates)
+	spacedTook = time.Since(spaced)
+	cpuSpaced1, err := cpus(procs)
+	if err != nil {
+		return nil, 0, 0, err
+	}
 	out := make([]latencyResult, len(runs))
 	for i, p := range procs {
 		lat := p.latencies()
-		out[i] = latencyResult{label: runs[i].label, lat: lat, received: len(lat)}
+		out[i] = latencyResult{label: runs[i].label, lat: lat, received: len(lat), spacedCPU: cpuSpaced1[i] - cpuSpaced0[i]}
 	}
 	// A burst, as fast as four writers go: the CPU each process spends per
 	// event, with its idle costs (GC, timers, pings) spread thin.
 	cpu0, err := cpus(procs)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	burst := time.Now()
 	if err := update(ctx, d, v, ns, o.burst, o.n, 0, 4); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	waitReceived(procs, o.updates+o.burst)
-	took := time.Since(burst)
+	burstTook = time.Since(burst)
 	cpu1, err := cpus(procs)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	for i, p := range procs {
 		out[i].burst = len(p.latencies()) - out[i].received
 		out[i].cpu = cpu1[i] - cpu0[i]
 	}
-	return out, took, nil
+	return out, spacedTook, burstTook, nil
 }
 
 func cpus(procs []*proc) ([]time.Duration, error) {
@@ -108,14 +122,18 @@ func cpus(procs []*proc) ([]time.Duration, error) {
 }
 
 // update writes n updates to the objects in turn with the given writers, each
-// stamped with when it was written, pausing interval after each.
+// stamped with when it was written. With an interval, update i is written
+// interval×i after the first (one writer: a steady 1/interval a second, as
+// long as a write takes less than interval); without, as fast as the writers
+// go.
 func update(ctx context.Context, d dynamic.Interface, v variant, ns string, n, objects int, interval time.Duration, writers int) error {
 	ri := d.Resource(v.gvr).Namespace(ns)
+	start := time.Now()
 	return parallel(n, writers, func(i int) error {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
 		name := v.make(ns, i%objects)["metadata"].(map[string]any)["name"].(string)
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, latencyAnnotation, strconv.FormatInt(time.Now().UnixNano(), 10))
 		_, err := ri.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-		time.Sleep(interval)
 		return err
 	})
 }

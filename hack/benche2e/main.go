@@ -62,7 +62,7 @@ func main() {
 	flag.StringVar(&o.peer, "peer", "", "another watcher binary, run on deployments and configmaps as the processes are and checked against the same goals")
 	flag.StringVar(&o.peerArgs, "peer-args", "--kubeconfig {kubeconfig} --namespace {ns}", "the peer's arguments; {kubeconfig} and {ns} are filled in")
 	flag.IntVar(&o.updates, "updates", 500, "updates made in the latency phase")
-	flag.DurationVar(&o.interval, "interval", 10*time.Millisecond, "pause between two updates")
+	flag.DurationVar(&o.interval, "interval", 10*time.Millisecond, "time between two updates of the latency phase (one every interval)")
 	flag.IntVar(&o.burst, "burst", 2000, "updates made as fast as four writers go, for the CPU per event")
 	flag.IntVar(&o.count, "count", 3, "runs of each process in the sync phase; the median of each figure is reported")
 	flag.DurationVar(&o.idle, "idle", 2*time.Second, "how long each process idles after its initial sync before it is stopped")
@@ -210,7 +210,7 @@ func measure(ctx context.Context, o options, env *testenv.Env, d dynamic.Interfa
 		return nil, err
 	}
 	say("%s: latency of %d updates", v.name, o.updates)
-	if r.lat, r.burstTook, err = latencies(ctx, o, env, d, v, ns, statePath); err != nil {
+	if r.lat, r.spacedTook, r.burstTook, err = latencies(ctx, o, env, d, v, ns, statePath); err != nil {
 		return nil, err
 	}
 	return r, nil
