@@ -131,6 +131,7 @@ func runChild(c *child) error {
 	}
 	run := map[string]func(context.Context, *rest.Config, func()) error{
 		"list": c.list, "watchlist": c.watchList, "dynamic": c.dynamicInformer, "typed": c.typedInformer, "rawwatch": c.rawWatch, "dynwatch": c.dynwatch,
+		"decode": c.decode, "informer": c.informer,
 		"dynwatch-gogc100": func(ctx context.Context, cfg *rest.Config, synced func()) error {
 			os.Setenv("GOGC", "100") // the runtime's pace during the sync too (see memory.DuringSync)
 			return c.dynwatch(ctx, cfg, synced)

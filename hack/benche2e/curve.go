@@ -19,7 +19,7 @@ func printCurve(o options, floor syncResult, points []point) {
 		kept := float64(p.jsonBytes-p.managedBytes) / float64(p.n)
 		for _, s := range p.syncs {
 			heap := fmt.Sprintf("%.0f B | %.0f B", float64(s.heap)/float64(p.n), float64(s.heap)/float64(p.n)-kept)
-			if strings.HasPrefix(s.label, "raw ") || strings.HasPrefix(s.label, "peer ") {
+			if keepsNothing(s.label) || strings.HasPrefix(s.label, "peer ") {
 				heap = "| "
 			}
 			fmt.Printf("| %d | %s | %s | %.1f | %s | %s | %.1f | %s |\n", p.n, s.label, secs(s.sync), float64(s.sync.Microseconds())/float64(p.n),
@@ -60,4 +60,7 @@ func printCurve(o options, floor syncResult, points []point) {
 		}
 	}
 	printGoals(rows)
+	for _, p := range points {
+		printFloors(fmt.Sprintf(" at %d", p.n), p.syncs)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,11 +40,15 @@ func waitReceived(procs []*proc, n int) {
 	}
 }
 
+// settle is how long the processes of the latency phase idle after their
+// sync before the spaced updates begin.
+const settle = 3 * time.Second
+
 // latencies runs a raw watch, dynwatch, and dynwatch with state (restarted on
 // the state of the sync runs) side by side, makes o.updates updates, and
 // collects when each process saw each one and what CPU it spent meanwhile;
-// and how long the spaced updates and the burst took, each from its first
-// update until every process had seen it.
+// and how long the spaced updates took to write, from the first write to the
+// last, and the burst, from its first write until every process had seen it.
 func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Interface, v variant, ns, statePath string) (_ []latencyResult, spacedTook, burstTook time.Duration, _ error) {
 	runs := []syncRun{{"raw watch", "rawwatch", ""}, {"dynwatch", "dynwatch", ""}, {"dynwatch, state", "dynwatch", statePath}}
 	procs := make([]*proc, len(runs))
@@ -66,17 +71,17 @@ func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Inter
 		procs[i] = p
 	}
 	// Spaced updates: the latency of each, and the CPU per event at that
-	// pace (idle costs included: the figure a steady flow pays).
+	// pace (idle costs included: the figure a steady flow pays), once what
+	// follows a sync (the state's comparison, memory handed back) is done.
+	time.Sleep(settle)
 	cpuSpaced0, err := cpus(procs)
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	spaced := time.Now()
-	if err := update(ctx, d, v, ns, o.updates, o.n, o.interval, 1); err != nil {
+	if spacedTook, err = update(ctx, d, v, ns, o.updates, o.n, o.interval, 1); err != nil {
 		return nil, 0, 0, err
 	}
 	waitReceived(procs, o.updates)
-	spacedTook = time.Since(spaced)
 	cpuSpaced1, err := cpus(procs)
 	if err != nil {
 		return nil, 0, 0, err
@@ -93,7 +98,7 @@ func latencies(ctx context.Context, o options, env *testenv.Env, d dynamic.Inter
 		return nil, 0, 0, err
 	}
 	burst := time.Now()
-	if err := update(ctx, d, v, ns, o.burst, o.n, 0, 4); err != nil {
+	if _, err := update(ctx, d, v, ns, o.burst, o.n, 0, 4); err != nil {
 		return nil, 0, 0, err
 	}
 	waitReceived(procs, o.updates+o.burst)
@@ -122,20 +127,34 @@ func cpus(procs []*proc) ([]time.Duration, error) {
 }
 
 // update writes n updates to the objects in turn with the given writers, each
-// stamped with when it was written. With an interval, update i is written
-// interval×i after the first (one writer: a steady 1/interval a second, as
-// long as a write takes less than interval); without, as fast as the writers
-// go.
-func update(ctx context.Context, d dynamic.Interface, v variant, ns string, n, objects int, interval time.Duration, writers int) error {
+// stamped with when it was written, and returns how long it took from the
+// first write's start to the last's. With an interval, writes start interval
+// apart (one writer: 1/interval a second, as long as a write takes less than
+// interval), and one that starts late moves the writes after it, which never
+// catch up; without, they go as fast as the writers go.
+func update(ctx context.Context, d dynamic.Interface, v variant, ns string, n, objects int, interval time.Duration, writers int) (time.Duration, error) {
 	ri := d.Resource(v.gvr).Namespace(ns)
-	start := time.Now()
-	return parallel(n, writers, func(i int) error {
-		time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
+	var mu sync.Mutex
+	var first, next, last time.Time
+	err := parallel(n, writers, func(i int) error {
+		mu.Lock()
+		at := latest(next, time.Now())
+		next = at.Add(interval)
+		mu.Unlock()
+		time.Sleep(time.Until(at))
+		now := time.Now()
+		mu.Lock()
+		if first.IsZero() {
+			first = now
+		}
+		last = latest(last, now)
+		mu.Unlock()
 		name := v.make(ns, i%objects)["metadata"].(map[string]any)["name"].(string)
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, latencyAnnotation, strconv.FormatInt(time.Now().UnixNano(), 10))
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, latencyAnnotation, strconv.FormatInt(now.UnixNano(), 10))
 		_, err := ri.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		return err
 	})
+	return last.Sub(first), err
 }
 
 // listBytes returns the size of the objects' JSON as the API server serves
@@ -172,4 +191,11 @@ func eachPage(ctx context.Context, cfg *rest.Config, v variant, ns string, page 
 			return nil
 		}
 	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -271,6 +271,7 @@ func syncRuns(statePath string) []syncRun {
 	return []syncRun{
 		{"raw paginated LIST", "list", ""},
 		{"raw watch-list stream", "watchlist", ""},
+		floorRuns[0], floorRuns[1],
 		{"client-go dynamic informer", "dynamic", ""},
 		{"client-go typed informer (protobuf)", "typed", ""},
 		{"dynwatch", "dynwatch", ""},

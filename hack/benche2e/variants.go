@@ -46,6 +46,7 @@ func runCurve(ctx context.Context, o options, env *testenv.Env, d dynamic.Interf
 	}
 	runs := append([]syncRun{
 		{"raw watch-list stream", "watchlist", ""},
+		floorRuns[0], floorRuns[1],
 		{"client-go typed informer (protobuf)", "typed", ""},
 		{"dynwatch", "dynwatch", ""},
 		{"dynwatch, GOGC=100 in the sync", "dynwatch-gogc100", ""},
