@@ -20,8 +20,9 @@ type Test struct {
 	Rule *rules.Rule
 	// Redactor blanks the config's redacted paths in what is shown.
 	Redactor *payload.Redactor
-	// New are the objects; each is an add, or with Old an update from the
-	// object of Old at the same place (Old and New pair up in order).
+	// New are the objects; each is an add, or with Old a change from the
+	// object of Old at the same place (Old and New pair up in order): an
+	// update, as run makes of it (see change).
 	New, Old [][]byte
 	// Explain also writes each check with the value found and whether it
 	// held and, when the rule fires, what each of Actions does with the event
@@ -42,18 +43,60 @@ func (t Test) Run(w io.Writer) bool {
 	}
 	all := true
 	for i, obj := range t.New {
-		typ, old := event.Add, []byte(nil)
-		if t.Old != nil {
-			typ, old = event.Update, t.Old[i]
-		}
 		if len(t.New) > 1 {
 			fmt.Fprintf(w, "--- object %d of %d: %s %s\n", i+1, len(t.New), gjson.GetBytes(obj, "kind").Str, gjson.GetBytes(obj, "metadata.name").Str)
 		}
-		if !t.one(w, event.New(typ, ResourceOf(obj, t.Rule), obj, old, t.Now())) {
-			all = false
+		if t.Old == nil {
+			all = t.one(w, event.New(event.Add, ResourceOf(obj, t.Rule), obj, nil, t.Now())) && all
+			continue
 		}
+		all = t.change(w, t.Old[i], obj) && all
 	}
 	return all
+}
+
+// change evaluates the rule on what run makes of one object going from old
+// to obj: an update; nothing when both have one resourceVersion (a resync,
+// which fires no rule); a delete of old and an add of obj when their uids
+// differ (deleted and made again under the name). It reports whether the
+// rule fired (on either of the two).
+func (t Test) change(w io.Writer, old, obj []byte) bool {
+	ov, nv := gjson.GetBytes(old, "metadata.resourceVersion").Str, gjson.GetBytes(obj, "metadata.resourceVersion").Str
+	if ov != "" && ov == nv {
+		fmt.Fprintf(w, "--old and --new have one resourceVersion (%s): to run that is a resync, which fires no rule\n", payload.Printable(nv))
+		return false
+	}
+	ou, nu := gjson.GetBytes(old, "metadata.uid").Str, gjson.GetBytes(obj, "metadata.uid").Str
+	if ou == "" || nu == "" || ou == nu {
+		return t.one(w, event.New(event.Update, ResourceOf(obj, t.Rule), obj, old, t.Now()))
+	}
+	fmt.Fprintf(w, "--old and --new have different uids (%s, %s): run sees the old object deleted and the new one added\n", payload.Printable(ou), payload.Printable(nu))
+	deleted := t.one(w, event.New(event.Delete, ResourceOf(old, t.Rule), old, nil, t.Now()))
+	added := t.one(w, event.New(event.Add, ResourceOf(obj, t.Rule), obj, nil, t.Now()))
+	return deleted || added
+}
+
+// PairProblem says why old and new (objects that --old and --new pair up in
+// order) could not be one object's change, as run sees changes: each pair must
+// be of one kind, namespace and name. nil when every pair is.
+func PairProblem(old, new [][]byte) error {
+	for i := range min(len(old), len(new)) {
+		o, n := objectName(old[i]), objectName(new[i])
+		if o != n {
+			return fmt.Errorf("object %d: --old is %s and --new %s; an update is of one object (kind, namespace and name): test each as an add instead", i+1, o, n)
+		}
+	}
+	return nil
+}
+
+// objectName names obj as kind namespace/name, for PairProblem.
+func objectName(obj []byte) string {
+	f := gjson.GetManyBytes(obj, "kind", "metadata.namespace", "metadata.name")
+	name := f[2].Str
+	if f[1].Str != "" {
+		name = f[1].Str + "/" + name
+	}
+	return payload.Printable(f[0].Str + " " + name)
 }
 
 // one evaluates the rule on one event, once: Explain's steps and the payload

@@ -153,3 +153,38 @@ func TestTestCommandIsExact(t *testing.T) {
 		t.Errorf("three objects, two firing: exit %d\n%s", code, out)
 	}
 }
+
+// test pairs --old and --new as run sees a change: one resourceVersion is a
+// resync, which fires nothing; another uid under the name is a delete and an
+// add; objects without a version or uid (written by hand) are an update; and
+// two objects of different names are no change of one object at all.
+func TestTestCommandPairsAsRunDoes(t *testing.T) {
+	run := func(rule, old, new string) (int, string, string) {
+		cfg := "testdata/rules-test.yaml"
+		if rule == "big" {
+			cfg = "testdata/exact-rules.yaml"
+		}
+		return runCLI(t, "test", "--config", cfg, "--rule", rule, "--old", old, "--new", new)
+	}
+	code, out, _ := run("scaled-from-running", "testdata/deploy-old.yaml", "testdata/deploy-resync.yaml")
+	if code != exitFailure || !strings.Contains(out, "--old and --new have one resourceVersion (10): to run that is a resync, which fires no rule") || strings.Contains(out, "payload") {
+		t.Errorf("a resync: exit %d\n%s", code, out)
+	}
+	code, out, _ = run("scaled-from-running", "testdata/deploy-old.yaml", "testdata/deploy-recreated.yaml")
+	if code != exitFailure || !strings.Contains(out, "different uids (u-1, u-2): run sees the old object deleted and the new one added") ||
+		!strings.Contains(out, "does not fire on this delete") || !strings.Contains(out, "does not fire on this add") || strings.Contains(out, "this update") {
+		t.Errorf("re-created under the name, an update rule: exit %d\n%s", code, out)
+	}
+	code, out, _ = run("big", "testdata/deploy-old.yaml", "testdata/deploy-recreated.yaml")
+	if code != exitOK || !strings.Contains(out, "rule big does not fire on this delete") || !strings.Contains(out, "rule big fires on this add; payload:") || !strings.Contains(out, `"uid": "u-2"`) {
+		t.Errorf("re-created under the name, a rule on every event: exit %d\n%s", code, out)
+	}
+	code, out, _ = run("scaled-from-running", "testdata/deploy-old-bare.yaml", "testdata/deploy-new-bare.yaml")
+	if code != exitOK || !strings.Contains(out, "fires on this update") {
+		t.Errorf("objects without resourceVersion or uid: exit %d\n%s", code, out)
+	}
+	code, _, stderr := run("scaled-from-running", "testdata/deploy-old.yaml", "testdata/deploy-other-name.yaml")
+	if code != exitUsage || !strings.Contains(stderr, "object 1: --old is Deployment prod/api and --new Deployment prod/web; an update is of one object") {
+		t.Errorf("two names: exit %d\n%s", code, stderr)
+	}
+}

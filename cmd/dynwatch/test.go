@@ -10,9 +10,11 @@ import (
 func cmdTest(_ context.Context, e *env, args []string) int {
 	fs := flagSet(e, "test", "--config FILE --rule NAME [--old FILE] --new FILE [--explain]",
 		"Evaluates one rule offline on object files (JSON or YAML): an add of --new, or with --old an update\n"+
-			"from --old to --new. Prints whether the rule fires and the payload it would produce; --explain\n"+
-			"prints each check with the value found and whether it held, and the group each action would put\n"+
-			"the event in. Exits 0 when the rule fires, 1 when it does not, 2 on bad usage or an invalid config.")
+			"from --old to --new, as run sees it: with one resourceVersion it is a resync, which fires nothing;\n"+
+			"with different uids, a delete of --old and then an add of --new. Prints whether the rule fires and\n"+
+			"the payload it would produce; --explain prints each check with the value found and whether it held,\n"+
+			"and the group each action would put the event in. Exits 0 when the rule fires, 1 when it does not,\n"+
+			"2 on bad usage or an invalid config.")
 	var kf kubeFlags
 	kf.registerOffline(fs)
 	lf := commandLogs(fs)
@@ -56,6 +58,9 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 		}
 		if len(olds) != len(objs) {
 			return usageErr("--old holds %d objects and --new %d: they pair up in order", len(olds), len(objs))
+		}
+		if err := offline.PairProblem(olds, objs); err != nil {
+			return usageErr("%v", err)
 		}
 	}
 	t := offline.Test{Rule: rule, Redactor: file.Redactor, New: objs, Old: olds, Explain: *explain}
