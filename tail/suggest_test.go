@@ -12,6 +12,8 @@ func TestParseWhereSingleEquals(t *testing.T) {
 		{"a = 3", `cannot read "a = 3": '=' is not an operator; did you mean 'a == 3'?`},
 		{"spec.size=3", `did you mean 'spec.size == 3'?`},
 		{"status.phase =Running", `did you mean 'status.phase == Running'?`},
+		{"spec.x ~= 3", `cannot read "spec.x ~= 3": '~=' is not an operator; did you mean 'spec.x =~ 3'?`},
+		{"metadata.name~=web-.*", `did you mean 'metadata.name =~ web-.*'?`},
 	} {
 		_, err := ParseWhere(tc.expr)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

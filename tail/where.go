@@ -11,7 +11,7 @@ import (
 	"github.com/dynwatch/dynwatch/rules"
 )
 
-// WhereSyntax explains --where, for usage errors.
+// WhereSyntax explains --where, for tail's help.
 const WhereSyntax = `--where 'PATH OP VALUE' with OP one of == != > >= < <= =~ (an RE2 regexp matching the whole value),
 or 'PATH' (the path exists) or '!PATH' (it does not). VALUE is read as JSON when it parses
 (5, true, "5", null), else as a string. PATH is a gjson path, e.g. spec.replicas or

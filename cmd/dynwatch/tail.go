@@ -123,7 +123,7 @@ func (f *tailFlags) options(e *env) (tail.Options, error) {
 	for _, w := range f.where {
 		cond, err := tail.ParseWhere(w)
 		if err != nil {
-			return opts, fmt.Errorf("--where: %v\n\n%s", err, tail.WhereSyntax)
+			return opts, fmt.Errorf("--where: %v", err)
 		}
 		opts.Where = append(opts.Where, cond)
 	}
@@ -149,7 +149,7 @@ func (f *tailFlags) options(e *env) (tail.Options, error) {
 			}
 			err = errors.New(strings.Join(msgs, "; "))
 		}
-		return opts, fmt.Errorf("%v\n\n%s", err, tail.WhereSyntax)
+		return opts, err
 	}
 	return opts, nil
 }

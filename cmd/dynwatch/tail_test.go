@@ -214,7 +214,8 @@ func TestTailUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"tail"}, "give the resources as one argument"},
-		{[]string{"tail", "configmaps", "--where", "spec.replicas >"}, "Examples: --where"},
+		{[]string{"tail", "configmaps", "--where", "spec.replicas >"}, "--where: cannot read \"spec.replicas >\": want PATH > VALUE\nRun 'dynwatch tail --help' for usage.\n"},
+		{[]string{"tail", "configmaps", "--where", "spec.x ~= 3"}, "did you mean 'spec.x =~ 3'?\nRun 'dynwatch tail --help' for usage.\n"},
 		{[]string{"tail", "configmaps", "--where", "spec..x == 1"}, "empty component"},
 		{[]string{"tail", "configmaps", "--where", "a =~ (x"}, "bad regular expression"},
 		{[]string{"tail", "configmaps", "-n", "a", "-A"}, "exclude each other"},
@@ -226,6 +227,10 @@ func TestTailUsageErrors(t *testing.T) {
 			code, _, stderr := runCLI(t, tt.args...)
 			if code != exitUsage || !strings.Contains(stderr, tt.want) {
 				t.Errorf("exit %d, stderr:\n%s\nwant 2 and %q", code, stderr, tt.want)
+			}
+			// The error, then one line pointing to --help: no paragraph of usage.
+			if n := strings.Count(stderr, "\n"); n != 2 || !strings.HasSuffix(stderr, "Run 'dynwatch tail --help' for usage.\n") {
+				t.Errorf("stderr has %d lines, want the error and the pointer to --help:\n%s", n, stderr)
 			}
 		})
 	}
