@@ -101,6 +101,7 @@ func cli(ctx context.Context, e *env, args []string) int {
 		sub.ValidArgsFunction = completeFor(c.name)
 		root.AddCommand(sub)
 	}
+	root.SetHelpCommand(helpCommand(root, e, &code))
 	if err := root.ExecuteContext(ctx); err != nil {
 		msg := strings.TrimSpace(err.Error())
 		if strings.Contains(msg, "shorthand flag: 'v'") {
@@ -243,5 +244,40 @@ func signalContext(ctx context.Context, e *env) (context.Context, <-chan struct{
 		if stopNotify != nil {
 			stopNotify()
 		}
+	}
+}
+
+// helpCommand is `dynwatch help [COMMAND]`: the command's help on stdout, as
+// COMMAND --help prints it; a topic that names no command is a usage error
+// (exit 2) with "did you mean", as a misspelt command is.
+func helpCommand(root *cobra.Command, e *env, code *int) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			var names []string
+			for _, c := range root.Commands() {
+				names = append(names, c.Name())
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		Run: func(_ *cobra.Command, args []string) {
+			c, _, err := root.Find(args)
+			if len(args) > 0 && (err != nil || c == root) {
+				msg := fmt.Sprintf("unknown help topic %q", args[0])
+				if s := root.SuggestionsFor(args[0]); len(s) > 0 {
+					msg += fmt.Sprintf("; did you mean %q?", s[0])
+				}
+				fmt.Fprintf(e.stderr, "dynwatch help: %s\nRun '%s --help' for usage.\n", msg, progName)
+				*code = exitUsage
+				return
+			}
+			if c.Name() == "help" {
+				c = root
+			}
+			if herr := c.Help(); herr != nil {
+				*code = exitUsage
+			}
+		},
 	}
 }

@@ -99,6 +99,8 @@ func TestUsageErrors(t *testing.T) {
 		{"check without config", []string{"check"}, "--config FILE is required"},
 		{"bad flag", []string{"check", "--nope"}, "unknown flag: --nope"},
 		{"bad output", []string{"resources", "-o", "xml"}, "want table or json"},
+		{"misspelt help topic", []string{"help", "tial"}, `dynwatch help: unknown help topic "tial"; did you mean "tail"?`},
+		{"unknown help topic", []string{"help", "xyzzy"}, `dynwatch help: unknown help topic "xyzzy"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,6 +126,14 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "resources", "apps", "--kubeconfig", "/nonexistent/kubeconfig"); code == exitOK || !strings.Contains(stderr, "/nonexistent/kubeconfig") {
 		t.Errorf("a flag after the argument was ignored: exit %d, %s", code, stderr)
+	}
+	for _, args := range [][]string{{"help"}, {"help", "help"}} {
+		if code, stdout, stderr := runCLI(t, args...); code != exitOK || stderr != "" || !strings.Contains(stdout, "Available Commands:") {
+			t.Errorf("%v: exit %d, stderr %q\n%s", args, code, stderr, stdout)
+		}
+	}
+	if code, stdout, _ := runCLI(t, "help", "completion", "bash"); code != exitOK || !strings.Contains(stdout, "Generate the autocompletion script for the bash shell") {
+		t.Errorf("help completion bash: exit %d\n%s", code, stdout)
 	}
 	if code, stdout, _ := runCLI(t, "completion", "bash"); code != exitOK || !strings.Contains(stdout, "bash completion") {
 		t.Errorf("completion bash: exit %d", code)
