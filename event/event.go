@@ -171,10 +171,13 @@ type Payload struct {
 	ResourceVersion string                     `json:"resourceVersion"`
 	Fields          map[string]json.RawMessage `json:"fields,omitempty"`
 	// Transition is enter or exit, for rules with fire: edges.
-	Transition string          `json:"transition,omitempty"`
-	Changed    []string        `json:"changed,omitempty"`
-	Object     json.RawMessage `json:"object"`
-	OldObject  json.RawMessage `json:"oldObject,omitempty"`
+	Transition string `json:"transition,omitempty"`
+	// Changed is set on a live update, if only to an empty list (omitzero
+	// omits nil only); nil on adds and deletes, and on a replayed update
+	// whose recorded paths did not change.
+	Changed   []string        `json:"changed,omitzero"`
+	Object    json.RawMessage `json:"object"`
+	OldObject json.RawMessage `json:"oldObject,omitempty"`
 	// Cluster names the event's cluster, only with several clusters.
 	Cluster string `json:"cluster,omitempty"`
 }

@@ -36,7 +36,13 @@ func Prepare(red *Redactor, ev *event.Event) *Prepared {
 	case ev.Recorded != nil:
 		p.Changed = ev.ChangedRecorded() // only the recorded paths are known of the old state
 	default:
-		p.Changed = ChangedPaths(ev.OldObject, ev.Object)
+		// Both states known: the payload says what changed, if nothing
+		// ("changed": []). A replay's changed paths are only those the
+		// records hold, and a moved-in update's old state is unknown: none
+		// says "changed" when it found nothing.
+		if p.Changed = ChangedPaths(ev.OldObject, ev.Object); p.Changed == nil {
+			p.Changed = []string{}
+		}
 	}
 	return p
 }
