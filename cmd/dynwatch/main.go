@@ -101,7 +101,7 @@ func cli(ctx context.Context, e *env, args []string) int {
 		sub.ValidArgsFunction = completeFor(c.name)
 		root.AddCommand(sub)
 	}
-	root.SetHelpCommand(helpCommand(root, e, &code))
+	guardHelpTopics(root, e, &code)
 	if err := root.ExecuteContext(ctx); err != nil {
 		msg := strings.TrimSpace(err.Error())
 		if strings.Contains(msg, "shorthand flag: 'v'") {
@@ -247,37 +247,53 @@ func signalContext(ctx context.Context, e *env) (context.Context, <-chan struct{
 	}
 }
 
-// helpCommand is `dynwatch help [COMMAND]`: the command's help on stdout, as
-// COMMAND --help prints it; a topic that names no command is a usage error
-// (exit 2) with "did you mean", as a misspelt command is.
-func helpCommand(root *cobra.Command, e *env, code *int) *cobra.Command {
-	return &cobra.Command{
-		Use:   "help [command]",
-		Short: "Help about any command",
-		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			var names []string
-			for _, c := range root.Commands() {
-				names = append(names, c.Name())
-			}
-			return names, cobra.ShellCompDirectiveNoFileComp
-		},
-		Run: func(_ *cobra.Command, args []string) {
-			c, _, err := root.Find(args)
-			if len(args) > 0 && (err != nil || c == root) {
-				msg := fmt.Sprintf("unknown help topic %q", args[0])
-				if s := root.SuggestionsFor(args[0]); len(s) > 0 {
-					msg += fmt.Sprintf("; did you mean %q?", s[0])
-				}
-				fmt.Fprintf(e.stderr, "dynwatch help: %s\nRun '%s --help' for usage.\n", msg, progName)
-				*code = exitUsage
+// guardHelpTopics makes `dynwatch help TOPIC` for a topic that names no
+// command a usage error (exit 2) with "did you mean", as a misspelt command
+// is; cobra's own help command (its completion, its help flags) does the rest.
+func guardHelpTopics(root *cobra.Command, e *env, code *int) {
+	root.InitDefaultHelpCmd()
+	for _, h := range root.Commands() {
+		if h.Name() != "help" {
+			continue
+		}
+		show := h.Run
+		h.Run = func(c *cobra.Command, args []string) {
+			topic, suggestions := unknownTopic(root, args)
+			if topic == "" {
+				show(c, args)
 				return
 			}
-			if c.Name() == "help" {
-				c = root
+			msg := fmt.Sprintf("unknown help topic %q", topic)
+			if len(suggestions) > 0 {
+				msg += fmt.Sprintf("; did you mean %q?", suggestions[0])
 			}
-			if herr := c.Help(); herr != nil {
-				*code = exitUsage
-			}
-		},
+			fmt.Fprintf(e.stderr, "dynwatch help: %s\nRun '%s --help' for usage.\n", msg, progName)
+			*code = exitUsage
+		}
 	}
+}
+
+// unknownTopic returns the topic of help's args that names no command, with
+// the commands it may have meant; "" when they name one.
+func unknownTopic(root *cobra.Command, args []string) (string, []string) {
+	if len(args) == 0 {
+		return "", nil
+	}
+	cmd, rest, err := root.Find(args)
+	switch {
+	case err != nil || cmd == root:
+		return args[0], root.SuggestionsFor(args[0])
+	case len(rest) > 0 && cmd.HasSubCommands():
+		// A command of commands, and a word that names none of them:
+		// "completion bsh".
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2 // as cobra's own suggestions default
+		}
+		var out []string
+		for _, s := range cmd.SuggestionsFor(rest[0]) {
+			out = append(out, cmd.Name()+" "+s)
+		}
+		return cmd.Name() + " " + rest[0], out
+	}
+	return "", nil
 }

@@ -101,6 +101,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad output", []string{"resources", "-o", "xml"}, "want table or json"},
 		{"misspelt help topic", []string{"help", "tial"}, `dynwatch help: unknown help topic "tial"; did you mean "tail"?`},
 		{"unknown help topic", []string{"help", "xyzzy"}, `dynwatch help: unknown help topic "xyzzy"`},
+		{"misspelt help subtopic", []string{"help", "completion", "bsh"}, `dynwatch help: unknown help topic "completion bsh"; did you mean "completion bash"?`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,13 +128,21 @@ func TestUsageErrors(t *testing.T) {
 	if code, _, stderr := runCLI(t, "resources", "apps", "--kubeconfig", "/nonexistent/kubeconfig"); code == exitOK || !strings.Contains(stderr, "/nonexistent/kubeconfig") {
 		t.Errorf("a flag after the argument was ignored: exit %d, %s", code, stderr)
 	}
-	for _, args := range [][]string{{"help"}, {"help", "help"}} {
-		if code, stdout, stderr := runCLI(t, args...); code != exitOK || stderr != "" || !strings.Contains(stdout, "Available Commands:") {
-			t.Errorf("%v: exit %d, stderr %q\n%s", args, code, stderr, stdout)
+	for args, want := range map[string]string{"help": "Available Commands:", "help help": "Help provides help for any command"} {
+		if code, stdout, stderr := runCLI(t, strings.Fields(args)...); code != exitOK || stderr != "" || !strings.Contains(stdout, want) {
+			t.Errorf("%s: exit %d, stderr %q\n%s", args, code, stderr, stdout)
 		}
 	}
-	if code, stdout, _ := runCLI(t, "help", "completion", "bash"); code != exitOK || !strings.Contains(stdout, "Generate the autocompletion script for the bash shell") {
+	// help TOPIC prints what TOPIC --help prints, and completes as cobra's help does.
+	if code, stdout, _ := runCLI(t, "help", "completion", "bash"); code != exitOK || !strings.Contains(stdout, "Generate the autocompletion script for the bash shell") ||
+		!strings.Contains(stdout, "help for bash") {
 		t.Errorf("help completion bash: exit %d\n%s", code, stdout)
+	}
+	for args, want := range map[string]string{"help ta": "tail\tfollow", "help completion z": "zsh\tGenerate"} {
+		code, stdout, _ := runCLI(t, append([]string{"__complete"}, strings.Fields(args)...)...)
+		if lines := strings.Split(stdout, "\n"); code != exitOK || len(lines) < 2 || !strings.HasPrefix(lines[0], want) || strings.HasPrefix(lines[1], "test") {
+			t.Errorf("__complete %s: exit %d\n%s", args, code, stdout)
+		}
 	}
 	if code, stdout, _ := runCLI(t, "completion", "bash"); code != exitOK || !strings.Contains(stdout, "bash completion") {
 		t.Errorf("completion bash: exit %d", code)
