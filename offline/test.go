@@ -1,9 +1,11 @@
 package offline
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -56,47 +58,54 @@ func (t Test) Run(w io.Writer) bool {
 }
 
 // change evaluates the rule on what run makes of one object going from old
-// to obj: an update; nothing when both have one resourceVersion (a resync,
-// which fires no rule); a delete of old and an add of obj when their uids
-// differ (deleted and made again under the name). It reports whether the
-// rule fired (on either of the two).
+// to obj, in run's order: a delete of old and an add of obj when their uids
+// differ (deleted and made again under the name); nothing when they are the
+// same object at one resourceVersion (a resync, which fires no rule);
+// otherwise an update. It reports whether the rule fired (on either of the
+// two).
 func (t Test) change(w io.Writer, old, obj []byte) bool {
-	ov, nv := gjson.GetBytes(old, "metadata.resourceVersion").Str, gjson.GetBytes(obj, "metadata.resourceVersion").Str
-	if ov != "" && ov == nv {
-		fmt.Fprintf(w, "--old and --new have one resourceVersion (%s): to run that is a resync, which fires no rule\n", payload.Printable(nv))
+	ou, nu := gjson.GetBytes(old, "metadata.uid").Str, gjson.GetBytes(obj, "metadata.uid").Str
+	if ou != "" && nu != "" && ou != nu {
+		fmt.Fprintf(w, "--old and --new have different uids (%s, %s): run sees the old object deleted and the new one added\n", payload.Printable(ou), payload.Printable(nu))
+		deleted := t.one(w, event.New(event.Delete, ResourceOf(old, t.Rule), old, nil, t.Now()))
+		added := t.one(w, event.New(event.Add, ResourceOf(obj, t.Rule), obj, nil, t.Now()))
+		return deleted || added
+	}
+	// One resourceVersion is one content to run. Two different contents
+	// under one (a copy of the object, edited by hand) are tested as the
+	// update they stand for.
+	if rv := gjson.GetBytes(obj, "metadata.resourceVersion").Str; rv != "" && bytes.Equal(old, obj) {
+		fmt.Fprintf(w, "--old and --new are the same object at one resourceVersion (%s): to run that is a resync, which fires no rule\n", payload.Printable(rv))
 		return false
 	}
-	ou, nu := gjson.GetBytes(old, "metadata.uid").Str, gjson.GetBytes(obj, "metadata.uid").Str
-	if ou == "" || nu == "" || ou == nu {
-		return t.one(w, event.New(event.Update, ResourceOf(obj, t.Rule), obj, old, t.Now()))
-	}
-	fmt.Fprintf(w, "--old and --new have different uids (%s, %s): run sees the old object deleted and the new one added\n", payload.Printable(ou), payload.Printable(nu))
-	deleted := t.one(w, event.New(event.Delete, ResourceOf(old, t.Rule), old, nil, t.Now()))
-	added := t.one(w, event.New(event.Add, ResourceOf(obj, t.Rule), obj, nil, t.Now()))
-	return deleted || added
+	return t.one(w, event.New(event.Update, ResourceOf(obj, t.Rule), obj, old, t.Now()))
 }
 
 // PairProblem says why old and new (objects that --old and --new pair up in
 // order) could not be one object's change, as run sees changes: each pair must
-// be of one kind, namespace and name. nil when every pair is.
+// be of one API group, kind, namespace and name. nil when every pair is.
 func PairProblem(old, new [][]byte) error {
 	for i := range min(len(old), len(new)) {
 		o, n := objectName(old[i]), objectName(new[i])
 		if o != n {
-			return fmt.Errorf("object %d: --old is %s and --new %s; an update is of one object (kind, namespace and name): test each as an add instead", i+1, o, n)
+			return fmt.Errorf("object %d: --old is %s and --new %s; an update is of one object (group, kind, namespace and name): test each as an add instead", i+1, o, n)
 		}
 	}
 	return nil
 }
 
-// objectName names obj as kind namespace/name, for PairProblem.
+// objectName names obj as kind.group namespace/name, for PairProblem.
 func objectName(obj []byte) string {
-	f := gjson.GetManyBytes(obj, "kind", "metadata.namespace", "metadata.name")
-	name := f[2].Str
-	if f[1].Str != "" {
-		name = f[1].Str + "/" + name
+	f := gjson.GetManyBytes(obj, "kind", "apiVersion", "metadata.namespace", "metadata.name")
+	kind := f[0].Str
+	if group, _, ok := strings.Cut(f[1].Str, "/"); ok {
+		kind += "." + group
 	}
-	return payload.Printable(f[0].Str + " " + name)
+	name := f[3].Str
+	if f[2].Str != "" {
+		name = f[2].Str + "/" + name
+	}
+	return payload.Printable(kind + " " + name)
 }
 
 // one evaluates the rule on one event, once: Explain's steps and the payload

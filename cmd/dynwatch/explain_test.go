@@ -154,10 +154,11 @@ func TestTestCommandIsExact(t *testing.T) {
 	}
 }
 
-// test pairs --old and --new as run sees a change: one resourceVersion is a
-// resync, which fires nothing; another uid under the name is a delete and an
-// add; objects without a version or uid (written by hand) are an update; and
-// two objects of different names are no change of one object at all.
+// test pairs --old and --new as run sees a change: another uid under the name
+// is a delete and an add; the same object at one resourceVersion is a resync,
+// which fires nothing; an edited copy, or objects without a version or uid
+// (written by hand), are an update; and two objects of different names or
+// groups are no change of one object at all.
 func TestTestCommandPairsAsRunDoes(t *testing.T) {
 	run := func(rule, old, new string) (int, string, string) {
 		cfg := "testdata/rules-test.yaml"
@@ -167,8 +168,20 @@ func TestTestCommandPairsAsRunDoes(t *testing.T) {
 		return runCLI(t, "test", "--config", cfg, "--rule", rule, "--old", old, "--new", new)
 	}
 	code, out, _ := run("scaled-from-running", "testdata/deploy-old.yaml", "testdata/deploy-resync.yaml")
-	if code != exitFailure || !strings.Contains(out, "--old and --new have one resourceVersion (10): to run that is a resync, which fires no rule") || strings.Contains(out, "payload") {
+	if code != exitFailure || !strings.Contains(out, "--old and --new are the same object at one resourceVersion (10): to run that is a resync, which fires no rule") || strings.Contains(out, "payload") {
 		t.Errorf("a resync: exit %d\n%s", code, out)
+	}
+	// A copy of the object edited by hand keeps its resourceVersion: it is
+	// tested as the update it stands for.
+	code, out, _ = run("scaled-from-running", "testdata/deploy-old.yaml", "testdata/deploy-edited.yaml")
+	if code != exitOK || !strings.Contains(out, "fires on this update") || strings.Contains(out, "resync") {
+		t.Errorf("an edited copy: exit %d\n%s", code, out)
+	}
+	// Another uid under the name is a delete and an add, whatever the
+	// resourceVersions say (run checks the uids first).
+	code, out, _ = run("big", "testdata/deploy-old.yaml", "testdata/deploy-recreated-same-rv.yaml")
+	if code != exitOK || !strings.Contains(out, "different uids (u-1, u-2)") || !strings.Contains(out, "rule big fires on this add") || strings.Contains(out, "resync") {
+		t.Errorf("re-created, one resourceVersion: exit %d\n%s", code, out)
 	}
 	code, out, _ = run("scaled-from-running", "testdata/deploy-old.yaml", "testdata/deploy-recreated.yaml")
 	if code != exitFailure || !strings.Contains(out, "different uids (u-1, u-2): run sees the old object deleted and the new one added") ||
@@ -184,7 +197,11 @@ func TestTestCommandPairsAsRunDoes(t *testing.T) {
 		t.Errorf("objects without resourceVersion or uid: exit %d\n%s", code, out)
 	}
 	code, _, stderr := run("scaled-from-running", "testdata/deploy-old.yaml", "testdata/deploy-other-name.yaml")
-	if code != exitUsage || !strings.Contains(stderr, "object 1: --old is Deployment prod/api and --new Deployment prod/web; an update is of one object") {
+	if code != exitUsage || !strings.Contains(stderr, "object 1: --old is Deployment.apps prod/api and --new Deployment.apps prod/web; an update is of one object") {
 		t.Errorf("two names: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr = run("scaled-from-running", "testdata/deploy-old.yaml", "testdata/deploy-other-group.yaml")
+	if code != exitUsage || !strings.Contains(stderr, "--old is Deployment.apps prod/api and --new Deployment.example.com prod/api") {
+		t.Errorf("two groups: exit %d\n%s", code, stderr)
 	}
 }

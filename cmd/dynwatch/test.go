@@ -10,8 +10,8 @@ import (
 func cmdTest(_ context.Context, e *env, args []string) int {
 	fs := flagSet(e, "test", "--config FILE --rule NAME [--old FILE] --new FILE [--explain]",
 		"Evaluates one rule offline on object files (JSON or YAML): an add of --new, or with --old an update\n"+
-			"from --old to --new, as run sees it: with one resourceVersion it is a resync, which fires nothing;\n"+
-			"with different uids, a delete of --old and then an add of --new. Prints whether the rule fires and\n"+
+			"from --old to --new, as run sees it: with different uids, a delete of --old and then an add of --new;\n"+
+			"the same object at one resourceVersion, a resync, which fires nothing. Prints whether the rule fires and\n"+
 			"the payload it would produce; --explain prints each check with the value found and whether it held,\n"+
 			"and the group each action would put the event in. Exits 0 when the rule fires, 1 when it does not,\n"+
 			"2 on bad usage or an invalid config.")
