@@ -48,37 +48,39 @@ func (t Test) Run(w io.Writer) bool {
 		if len(t.New) > 1 {
 			fmt.Fprintf(w, "--- object %d of %d: %s %s\n", i+1, len(t.New), gjson.GetBytes(obj, "kind").Str, gjson.GetBytes(obj, "metadata.name").Str)
 		}
+		ev := event.New(event.Add, ResourceOf(obj, t.Rule), obj, nil, t.Now())
 		if t.Old == nil {
-			all = t.one(w, event.New(event.Add, ResourceOf(obj, t.Rule), obj, nil, t.Now())) && all
+			all = t.one(w, ev) && all
 			continue
 		}
-		all = t.change(w, t.Old[i], obj) && all
+		old := event.New(event.Delete, ResourceOf(t.Old[i], t.Rule), t.Old[i], nil, t.Now())
+		all = t.change(w, old, ev) && all
 	}
 	return all
 }
 
 // change evaluates the rule on what run makes of one object going from old
-// to obj, in run's order: a delete of old and an add of obj when their uids
+// (its delete) to ev (its add), in run's order: the two, when their uids
 // differ (deleted and made again under the name); nothing when they are the
 // same object at one resourceVersion (a resync, which fires no rule);
 // otherwise an update. It reports whether the rule fired (on either of the
 // two).
-func (t Test) change(w io.Writer, old, obj []byte) bool {
-	ou, nu := gjson.GetBytes(old, "metadata.uid").Str, gjson.GetBytes(obj, "metadata.uid").Str
-	if ou != "" && nu != "" && ou != nu {
-		fmt.Fprintf(w, "--old and --new have different uids (%s, %s): run sees the old object deleted and the new one added\n", payload.Printable(ou), payload.Printable(nu))
-		deleted := t.one(w, event.New(event.Delete, ResourceOf(old, t.Rule), old, nil, t.Now()))
-		added := t.one(w, event.New(event.Add, ResourceOf(obj, t.Rule), obj, nil, t.Now()))
+func (t Test) change(w io.Writer, old, ev *event.Event) bool {
+	if old.UID != "" && ev.UID != "" && old.UID != ev.UID {
+		fmt.Fprintf(w, "--old and --new have different uids (%s, %s): run sees the old object deleted and the new one added\n", payload.Printable(old.UID), payload.Printable(ev.UID))
+		deleted := t.one(w, old)
+		added := t.one(w, ev)
 		return deleted || added
 	}
 	// One resourceVersion is one content to run. Two different contents
 	// under one (a copy of the object, edited by hand) are tested as the
 	// update they stand for.
-	if rv := gjson.GetBytes(obj, "metadata.resourceVersion").Str; rv != "" && bytes.Equal(old, obj) {
-		fmt.Fprintf(w, "--old and --new are the same object at one resourceVersion (%s): to run that is a resync, which fires no rule\n", payload.Printable(rv))
+	if ev.ResourceVersion != "" && bytes.Equal(old.Object, ev.Object) {
+		fmt.Fprintf(w, "--old and --new are the same object at one resourceVersion (%s): to run that is a resync, which fires no rule\n", payload.Printable(ev.ResourceVersion))
 		return false
 	}
-	return t.one(w, event.New(event.Update, ResourceOf(obj, t.Rule), obj, old, t.Now()))
+	ev.Type, ev.OldObject = event.Update, old.Object
+	return t.one(w, ev)
 }
 
 // PairProblem says why old and new (objects that --old and --new pair up in
