@@ -34,9 +34,11 @@ func (m *Manager) KeySynced(k Key) (synced, ok bool) {
 	return hasSynced(e.ctrl), true
 }
 
-// WaitForSync blocks until every informer has synced or ctx is done.
+// WaitForSync blocks until every informer has synced or ctx is done. It
+// looks every 10ms, as the watcher's own sync report does: a sync is not
+// rounded up by much.
 func (m *Manager) WaitForSync(ctx context.Context) bool {
-	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+	return wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
 		return m.HasSynced(), nil
 	}) == nil
 }

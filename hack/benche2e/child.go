@@ -316,7 +316,7 @@ func (c *child) rawWatch(ctx context.Context, cfg *rest.Config, synced func()) e
 // dynwatch runs what `dynwatch run` runs, with one rule on the objects and a
 // log action whose output is read for latencies.
 func (c *child) dynwatch(ctx context.Context, cfg *rest.Config, synced func()) error {
-	memory.SetLimit(slog.New(slog.NewTextHandler(io.Discard, nil)), "/") // as run does
+	memory.SetLimit(quiet, "/") // as run does
 	config := "apiVersion: dynwatch/v1alpha1\n"
 	if c.state != "" {
 		config += fmt.Sprintf("state: {path: %s}\n", c.state)

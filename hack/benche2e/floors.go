@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
@@ -28,10 +25,13 @@ var floorRuns = []syncRun{
 	{"dynwatch's informer alone (objects kept, a handler that does nothing)", "informer", ""},
 }
 
+// quiet is a child's logger for what it does not report.
+var quiet = slog.New(slog.DiscardHandler)
+
 // decode reads the initial list as a watch-list stream through dynwatch's
 // client (framer and codec, client-go's stream watcher) and drops each object.
 func (c *child) decode(ctx context.Context, cfg *rest.Config, synced func()) error {
-	memory.SetLimit(slog.New(slog.NewTextHandler(io.Discard, nil)), "/")
+	memory.SetLimit(quiet, "/")
 	client, err := dyninformer.NewClient(cfg)
 	if err != nil {
 		return err
@@ -68,7 +68,6 @@ func (c *child) decode(ctx context.Context, cfg *rest.Config, synced func()) err
 // informer runs dynwatch's informers on the objects with a handler that
 // does nothing, with the memory settings of dynwatch run.
 func (c *child) informer(ctx context.Context, cfg *rest.Config, synced func()) error {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	memory.SetLimit(quiet, "/")
 	syncing := memory.DuringSync(quiet)
 	client, err := dyninformer.NewClient(cfg)
@@ -80,9 +79,7 @@ func (c *child) informer(ctx context.Context, cfg *rest.Config, synced func()) e
 	m.Set([]dyninformer.Watch{{Resource: res, Namespace: c.ns}}, dyninformer.ListsKnown)
 	errc := make(chan error, 1)
 	go func() { errc <- m.Run(ctx) }()
-	// As often as dynwatch's own check: WaitForSync's 50ms would round the
-	// sync up.
-	if wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) { return m.HasSynced(), nil }) != nil {
+	if !m.WaitForSync(ctx) {
 		return <-errc
 	}
 	syncing()
