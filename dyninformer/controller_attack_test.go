@@ -71,7 +71,7 @@ func (s *floodServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-var attackWatch = Watch{Resource: event.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}, Namespace: "ns"}
+var attackWatch = cmWatch("ns")
 
 // slowHandler records live adds; every live call takes slow, and the call
 // for the config map named block waits until release is closed.

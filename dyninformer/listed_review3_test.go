@@ -3,11 +3,9 @@ package dyninformer
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
-	"net/url"
 	"slices"
 	"sync"
 	"testing"
@@ -107,33 +105,16 @@ func TestListedIsTheListTheInformerHeldNotAnAbandonedFirstPage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rt, err := rest.TransportFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := &expiringPagesProxy{ns: ns, victim: "b",
 		del: func() error {
 			return d.Resource(cmGVR).Namespace(ns).Delete(context.Background(), "b", metav1.DeleteOptions{})
 		},
-		proxy: &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(api) }, Transport: rt, FlushInterval: -1},
+		proxy: apiProxy(t, cfg),
 	}
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
-	client, err := NewClient(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
 	col := &collector{}
-	m := NewManager(client, col.handle, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	m.Set([]Watch{{Resource: event.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}, Namespace: ns}}, ListsKnown)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	m := runManager(t, &rest.Config{Host: srv.URL}, cmWatch(ns), col.handle)
 	testenv.WaitFor(t, "the informer synced", 30*time.Second, func() bool {
 		st := m.Statuses()
 		return len(st) == 1 && st[0].Synced && st[0].Listed != ""
@@ -217,34 +198,17 @@ func TestListedIsTheFirstPagesOfAPagedList(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rt, err := rest.TransportFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := &onePerPageProxy{ns: ns,
 		between: func() error {
 			_, err := d.Resource(cmGVR).Namespace(ns).Create(context.Background(), labelledConfigMap(ns, "late", "1"), metav1.CreateOptions{})
 			return err
 		},
-		proxy: &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(api) }, Transport: rt, FlushInterval: -1},
+		proxy: apiProxy(t, cfg),
 	}
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
-	client, err := NewClient(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
 	col := &collector{}
-	m := NewManager(client, col.handle, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	m.Set([]Watch{{Resource: event.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}, Namespace: ns}}, ListsKnown)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	m := runManager(t, &rest.Config{Host: srv.URL}, cmWatch(ns), col.handle)
 	testenv.WaitFor(t, "the informer synced", 30*time.Second, func() bool {
 		st := m.Statuses()
 		return len(st) == 1 && st[0].Synced && st[0].Listed != ""

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"runtime"
 	"slices"
@@ -273,4 +275,25 @@ func benchPage(n int) []byte {
 		items[i] = benchDeployment(i, false)
 	}
 	return []byte(`{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{"resourceVersion":"99999","continue":"next"},"items":[` + strings.Join(items, ",") + `]}`)
+}
+
+// apiProxy is a reverse proxy to cfg's API server, flushing as it copies
+// (watch streams), for the tests' proxies that stand between an informer
+// and the real API server.
+func apiProxy(t *testing.T, cfg *rest.Config) *httputil.ReverseProxy {
+	t.Helper()
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(api) }, Transport: rt, FlushInterval: -1}
+}
+
+// cmWatch is a watch of the config maps of ns.
+func cmWatch(ns string) Watch {
+	return Watch{Resource: event.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}, Namespace: ns}
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -38,19 +37,7 @@ type faultyProxy struct {
 }
 
 func newFaultyProxy(t *testing.T, cfg *rest.Config, ns string) (*faultyProxy, *httptest.Server) {
-	rt, err := rest.TransportFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &faultyProxy{ns: ns, proxy: &httputil.ReverseProxy{
-		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(api) },
-		Transport:     rt,
-		FlushInterval: -1,
-	}}
+	p := &faultyProxy{ns: ns, proxy: apiProxy(t, cfg)}
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
 	return p, srv

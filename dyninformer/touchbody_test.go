@@ -28,19 +28,19 @@ func managerOn(t *testing.T, h http.Handler) *Manager {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return runManager(t, &rest.Config{Host: srv.URL}, func(Key, *event.Event) {})
+	return runManager(t, &rest.Config{Host: srv.URL}, attackWatch, func(Key, *event.Event) {})
 }
 
-// runManager runs a Manager of cfg's server on attackWatch, handing events
-// to handle, until the test ends, and waits for its sync.
-func runManager(t *testing.T, cfg *rest.Config, handle Handler) *Manager {
+// runManager runs a Manager of cfg's server on w, handing events to handle,
+// until the test ends, and waits for its sync.
+func runManager(t *testing.T, cfg *rest.Config, w Watch, handle Handler) *Manager {
 	t.Helper()
 	client, err := NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := NewManager(client, handle, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	m.Set([]Watch{attackWatch}, ListsKnown)
+	m.Set([]Watch{w}, ListsKnown)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
@@ -355,7 +355,7 @@ func TestLastEventOverHTTP2Gzip(t *testing.T) {
 			t.Cleanup(srv.Close) // after the Manager stops
 			var adds atomic.Int32
 			cfg := &rest.Config{Host: srv.URL, DisableCompression: disable, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-			m := runManager(t, cfg, func(_ Key, ev *event.Event) {
+			m := runManager(t, cfg, attackWatch, func(_ Key, ev *event.Event) {
 				if ev.Type == event.Add {
 					adds.Add(1)
 				}
