@@ -199,7 +199,16 @@ func (d *durable) forget(k dyninformer.Key) {
 // reads the record, compares, routes, persists and puts; it builds what it
 // hands on afresh each time it runs, so a run again (after the file refused
 // one) starts from scratch.
+//
+// An event of a cluster the pipeline no longer has (a reload removed it, or
+// is building its clients again, while its source still runs) routes
+// nowhere: nothing of it is written, its record included, so that the
+// cluster, added back, is compared with records that predate it and
+// replays it. A record moves forward only with its event's deliveries.
 func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
+	if p.clusters[watch.Cluster] == nil {
+		return
+	}
 	res := recordsOf(watch.Cluster, ev.Resource.Group, ev.Resource.Resource)
 	paths, ok := p.pathsOf(watch)
 	if !ok {
@@ -295,6 +304,16 @@ func (d *durable) finishListing(k dyninformer.Key) {
 		d.beforeCompare(k)
 	}
 	p := d.pipe.Load()
+	if p.clusters[k.Cluster] == nil {
+		// Its cluster left the config: the records stay as they were, for
+		// the comparison when it is back; no baseline, no replayed delete.
+		d.mu.Lock()
+		if d.listing[k] == l {
+			delete(d.listing, k)
+		}
+		d.mu.Unlock()
+		return
+	}
 	var committed []routed
 	var listed int
 	d.commits.Submit(0, func(tx *state.Tx) error {

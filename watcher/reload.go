@@ -20,6 +20,9 @@ import (
 // queues. The caller has validated file.
 func (w *Watcher) reload(file *plan.File) error {
 	gone, err := w.reloadLocked(file)
+	if w.removing != nil && len(gone) > 0 {
+		w.removing()
+	}
 	stopRemoved(gone) // w.mu released: a source that stops may wait for it
 	return err
 }

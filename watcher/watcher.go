@@ -47,6 +47,11 @@ type Watcher struct {
 	acts    *actionSet // the action queues; mu guards what it says
 	health  health
 	durable *durable // nil without state.path
+
+	// removing, when set (by tests), runs after a reload took removed
+	// clusters out of the pipeline and before their sources stop: the
+	// window in which such a cluster's events still come.
+	removing func()
 }
 
 // Options configure a Watcher.
