@@ -2,6 +2,9 @@ package state
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -11,6 +14,9 @@ import (
 type ClustersKept struct {
 	// Adopted counts the one cluster's records that became adopt's.
 	Adopted int
+	// AdoptedQueued counts the queued deliveries of the one cluster whose
+	// ordering key became adopt's.
+	AdoptedQueued int
 	// Dropped counts the records dropped, of the clusters in DroppedFrom
 	// ("" is the one cluster).
 	Dropped     int
@@ -65,9 +71,51 @@ func (s *Store) KeepClusters(keep []string, adopt string) (*ClustersKept, error)
 			out.DroppedFrom = append(out.DroppedFrom, c)
 		}
 		slices.Sort(out.DroppedFrom)
+		if adopt != "" {
+			n, err := adoptQueued(tx.Bucket(bucketQueues), adopt)
+			if err != nil {
+				return err
+			}
+			out.AdoptedQueued = n
+		}
 		return keepBaselines(baselines, keep, adopt)
 	})
 	return out, err
+}
+
+// adoptQueued gives the one cluster's queued deliveries, in every action's
+// outbox, adopt's ordering key (the key an event of adopt's has): else the
+// backlog of an object and its new events would have two keys, and the
+// queue, which keeps order per key, would send them side by side.
+func adoptQueued(queues *bolt.Bucket, adopt string) (int, error) {
+	n := 0
+	err := queues.ForEachBucket(func(name []byte) error {
+		b := queues.Bucket(name)
+		type kv struct{ k, v []byte }
+		var moved []kv
+		err := b.ForEach(func(k, v []byte) error {
+			var p Pending
+			if err := json.Unmarshal(v, &p); err != nil {
+				return fmt.Errorf("pending delivery %d of %s: %w", binary.BigEndian.Uint64(k), name, err)
+			}
+			if clusterOf(p.Key) != "" {
+				return nil // a named cluster's already
+			}
+			moved = append(moved, kv{bytes.Clone(k), pendingJSON(adopt+":"+p.Key, p.JSON)})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range moved {
+			if err := b.Put(e.k, e.v); err != nil {
+				return err
+			}
+		}
+		n += len(moved)
+		return nil
+	})
+	return n, err
 }
 
 // keepBaselines is KeepClusters for the baselines.

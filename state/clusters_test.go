@@ -107,3 +107,59 @@ func TestKeepClustersAdoptsTheOneCluster(t *testing.T) {
 		t.Errorf("records %v; want east's own", recs)
 	}
 }
+
+// The one cluster's queued deliveries become the adopting cluster's, in
+// order and with their payloads, so that an object's backlog and its new
+// events share one ordering key; a named cluster's entries and a file
+// whose adopt cluster has records of its own keep their keys.
+func TestKeepClustersAdoptsTheQueuedKeys(t *testing.T) {
+	t.Parallel()
+	s := clusterFile(t, "")
+	err := s.Update(func(tx *Tx) error {
+		for _, e := range [][2]string{{"/configmaps/a/x", `{"v":1}`}, {"west:/configmaps/a/x", `{"v":2}`}, {"/configmaps/a/x", `{"v":3}`}} {
+			if _, err := tx.Enqueue("out", e[0], []byte(e[1])); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Enqueue("other", "apps/deployments/a/d", []byte(`{"v":4}`))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := s.KeepClusters([]string{"east", "west"}, "east")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept.AdoptedQueued != 3 {
+		t.Errorf("AdoptedQueued = %d, want 3", kept.AdoptedQueued)
+	}
+	want := map[string][]string{
+		"out":   {`east:/configmaps/a/x {"v":1}`, `west:/configmaps/a/x {"v":2}`, `east:/configmaps/a/x {"v":3}`},
+		"other": {`east:apps/deployments/a/d {"v":4}`},
+	}
+	for action, w := range want {
+		ps, err := s.PendingAfter(action, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range ps {
+			got = append(got, p.Key+" "+string(p.JSON))
+		}
+		if !slices.Equal(got, w) {
+			t.Errorf("%s's queue:\n%v\nwant\n%v", action, got, w)
+		}
+	}
+
+	own := clusterFile(t, "", "east")
+	if err := own.Update(func(tx *Tx) error { _, err := tx.Enqueue("out", "/configmaps/a/x", []byte(`{}`)); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err = own.KeepClusters([]string{"east"}, "east"); err != nil || kept.AdoptedQueued != 0 {
+		t.Fatalf("kept = %+v, %v; east has records of its own, so nothing is adopted", kept, err)
+	}
+	if ps, _ := own.PendingAfter("out", 0, 10); len(ps) != 1 || ps[0].Key != "/configmaps/a/x" {
+		t.Errorf("queue = %+v; want the one cluster's key kept", ps)
+	}
+}

@@ -35,8 +35,8 @@ func keepClusters(store *state.Store, file *plan.File, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
-	if kept.Adopted > 0 {
-		log.Info("state: the records kept without clusters are now those of the cluster that uses the command line's kubeconfig", "cluster", adopt, "records", kept.Adopted)
+	if kept.Adopted > 0 || kept.AdoptedQueued > 0 {
+		log.Info("state: the records kept without clusters are now those of the cluster that uses the command line's kubeconfig", "cluster", adopt, "records", kept.Adopted, "queued", kept.AdoptedQueued)
 	}
 	if len(kept.DroppedFrom) > 0 {
 		log.Info("state: dropped the records of clusters the config does not name (renamed, removed, or the one cluster of a config without clusters)", "records", kept.Dropped, "clusters", quoted(kept.DroppedFrom))
