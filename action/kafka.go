@@ -114,6 +114,12 @@ func newKafka(spec *config.KafkaSpec, topic textOrTemplate, key *template.Templa
 		// Records go to the partition of their key's hash, so one object's
 		// records share a partition and keep their order.
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		// A record for a topic that does not exist fails at the first
+		// metadata that says so, not after four more (at 5s each once the
+		// first record has failed: longer than an attempt's timeout, which
+		// would make the action down): the queue retries that event on its
+		// own schedule.
+		kgo.UnknownTopicRetries(0),
 	}
 	if spec.Acks == "leader" {
 		// Idempotent producing needs acks from all in-sync replicas.
@@ -223,11 +229,32 @@ func (k *Kafka) Send(ctx context.Context, d *event.Delivery) error {
 	}
 }
 
-// failure is what a failed record makes of the attempt that sees it.
+// failure is what a failed record makes of the attempt that sees it. A record
+// too large never fits: that event fails for good, and the action is up. A
+// topic the broker refuses (it does not exist, the user may not write to it,
+// its name is refused) is the failure of the events a template sends there
+// alone: each retries on its own schedule while the others go on. With a
+// plain topic every event goes there: the action is down, its backlog kept.
 func (k *Kafka) failure(p *pending) *Failure {
 	err := fmt.Errorf("kafka produce to %s: %w", p.topic, p.err)
-	// A record too large never fits: that event fails, the action is up.
-	return &Failure{Err: err, Permanent: errors.Is(p.err, kerr.MessageTooLarge)}
+	switch {
+	case errors.Is(p.err, kerr.MessageTooLarge):
+		return &Failure{Err: err, Permanent: true}
+	case k.topic.tmpl != nil && topicRefused(p.err):
+		return &Failure{Err: err, OneEvent: true}
+	}
+	return &Failure{Err: err}
+}
+
+// topicRefused reports whether err is the broker's refusal of a record's
+// topic, whatever the other topics.
+func topicRefused(err error) bool {
+	for _, e := range []*kerr.Error{kerr.TopicAuthorizationFailed, kerr.UnknownTopicOrPartition, kerr.UnknownTopicID, kerr.InvalidTopicException} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // pending is a record the client has and its outcome, once done is closed.
