@@ -274,9 +274,9 @@ type pending struct {
 func (k *Kafka) produce(d *event.Delivery) (p, earlier *pending, err error) {
 	id := DeliveryKey(d.Payload)
 	k.mu.Lock()
-	if p, ok := k.pending[id]; ok {
+	if kept, ok := k.pending[id]; ok {
 		k.mu.Unlock()
-		return p, nil, nil
+		return kept, nil, nil
 	}
 	rec, err := k.record(d)
 	if err != nil {
