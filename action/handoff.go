@@ -8,6 +8,7 @@ package action
 func (q *Queue) HandOff(next *Queue) {
 	q.mu.Lock()
 	q.successor = next
+	q.setHeirLocked(next)
 	q.mu.Unlock()
 	next.mu.Lock()
 	next.after = q.handedOff
@@ -19,6 +20,9 @@ func (q *Queue) HandOff(next *Queue) {
 // moving anything to next: for a queue whose backlog next gets from elsewhere
 // (a durable queue's, read again from disk). This queue must be stopping.
 func (q *Queue) Follow(next *Queue) {
+	q.mu.Lock()
+	q.setHeirLocked(next)
+	q.mu.Unlock()
 	next.mu.Lock()
 	next.after = q.handedOff
 	next.mu.Unlock()
@@ -53,5 +57,30 @@ func (q *Queue) moveBacklog() {
 	next.cond.Broadcast()
 	if moved > 0 {
 		q.log.Info("action changed: its backlog moves to the new settings, in order", "events", moved)
+	}
+}
+
+// setHeirLocked makes next the queue whose sender takes over what q's sender
+// still has in flight once q's Run ends; too late once it has ended (q's
+// sender may be closed). q.mu is held.
+func (q *Queue) setHeirLocked(next *Queue) {
+	if !q.ended {
+		q.heir = next
+	}
+}
+
+// passOn hands q's sender to its heir's, if the heir's is a Heir: for the
+// records a client still has in flight that an object's next record must not
+// overtake. Run calls it once its attempts have ended.
+func (q *Queue) passOn() {
+	q.mu.Lock()
+	heir := q.heir
+	q.ended = true
+	q.mu.Unlock()
+	if heir == nil {
+		return
+	}
+	if h, ok := heir.sender.(Heir); ok {
+		h.Inherit(q.sender)
 	}
 }

@@ -43,6 +43,11 @@ type Kafka struct {
 	stop      context.CancelFunc
 	mu        sync.Mutex
 	pending   map[string]*pending // by delivery key
+	// inflight is every record the client has not settled (acknowledged or
+	// failed), by partition key: what a successor's records of the same
+	// object wait for (kafka_handoff.go).
+	inflight map[string][]*pending
+	handover
 }
 
 // textOrTemplate is a config value that is either plain text or a template
@@ -109,6 +114,12 @@ func newKafka(spec *config.KafkaSpec, topic textOrTemplate, key *template.Templa
 		// Records go to the partition of their key's hash, so one object's
 		// records share a partition and keep their order.
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		// A record for a topic that does not exist fails at the first
+		// metadata that says so, not after four more (at 5s each once the
+		// first record has failed: longer than an attempt's timeout, which
+		// would make the action down): the queue retries that event on its
+		// own schedule.
+		kgo.UnknownTopicRetries(0),
 	}
 	if spec.Acks == "leader" {
 		// Idempotent producing needs acks from all in-sync replicas.
@@ -135,6 +146,8 @@ func newKafka(spec *config.KafkaSpec, topic textOrTemplate, key *template.Templa
 		recordCtx: ctx,
 		stop:      stop,
 		pending:   map[string]*pending{},
+		inflight:  map[string][]*pending{},
+		handover:  handover{release: make(chan struct{})},
 		client:    client,
 		topic:     topic,
 		key:       key,
@@ -179,21 +192,34 @@ func tlsConfig(spec *config.TLSSpec) (*tls.Config, error) {
 // it on its own (deduplicated by idempotent producing): a retry of the same
 // delivery waits for that record rather than producing a second one, so one
 // object never has two records in flight and a broker that comes back gets
-// each delivery once.
+// each delivery once. A record of an object that a predecessor's client (a
+// reload's) still has in flight waits for that one to settle first.
 func (k *Kafka) Send(ctx context.Context, d *event.Delivery) error {
-	p, err := k.produce(d)
-	if err != nil {
-		return &Failure{Err: err, Permanent: true}
-	}
 	timer := time.NewTimer(k.timeout)
 	defer timer.Stop()
+	var p *pending
+	for {
+		var earlier *pending
+		var err error
+		if p, earlier, err = k.produce(d); err != nil {
+			return &Failure{Err: err, Permanent: true}
+		}
+		if earlier == nil {
+			break
+		}
+		select {
+		case <-earlier.done:
+		case <-timer.C:
+			return fmt.Errorf("kafka produce to %s: the previous client's record of this object is not settled within %s", earlier.topic, k.timeout)
+		case <-ctx.Done():
+			return fmt.Errorf("kafka produce to %s: %w", earlier.topic, ctx.Err())
+		}
+	}
 	select {
 	case <-p.done:
 		k.forget(p)
 		if p.err != nil {
-			err := fmt.Errorf("kafka produce to %s: %w", p.topic, p.err)
-			// A record too large never fits: that event fails, the action is up.
-			return &Failure{Err: err, Permanent: errors.Is(p.err, kerr.MessageTooLarge)}
+			return k.failure(p)
 		}
 		return nil
 	case <-timer.C:
@@ -203,49 +229,78 @@ func (k *Kafka) Send(ctx context.Context, d *event.Delivery) error {
 	}
 }
 
+// failure is what a failed record makes of the attempt that sees it. A record
+// too large never fits: that event fails for good, and the action is up. A
+// topic the broker refuses (it does not exist, the user may not write to it,
+// its name is refused) is the failure of the events a template sends there
+// alone: each retries on its own schedule while the others go on. With a
+// plain topic every event goes there: the action is down, its backlog kept.
+func (k *Kafka) failure(p *pending) *Failure {
+	err := fmt.Errorf("kafka produce to %s: %w", p.topic, p.err)
+	switch {
+	case errors.Is(p.err, kerr.MessageTooLarge):
+		return &Failure{Err: err, Permanent: true}
+	case k.topic.tmpl != nil && topicRefused(p.err):
+		return &Failure{Err: err, OneEvent: true}
+	}
+	return &Failure{Err: err}
+}
+
+// topicRefused reports whether err is the broker's refusal of a record's
+// topic, whatever the other topics.
+func topicRefused(err error) bool {
+	for _, e := range []*kerr.Error{kerr.TopicAuthorizationFailed, kerr.UnknownTopicOrPartition, kerr.UnknownTopicID, kerr.InvalidTopicException} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // pending is a record the client has and its outcome, once done is closed.
 type pending struct {
 	id    string
 	topic string
+	part  string // partitionKey of the record
 	done  chan struct{}
 	err   error
 }
 
-// failed reports whether p is done and failed.
-func (p *pending) failed() bool {
-	select {
-	case <-p.done:
-		return p.err != nil
-	default:
-		return false
-	}
-}
-
-// produce hands d's record to the client, unless a record of d is still
-// pending, and returns what tells its outcome.
-func (k *Kafka) produce(d *event.Delivery) (*pending, error) {
+// produce hands d's record to the client and returns what tells its outcome,
+// unless a record of d is pending already (its outcome, once there, not seen
+// by an attempt yet): then that one. It hands nothing over, and returns the
+// record to wait for, while a predecessor's client has a record of the same
+// topic and key in flight: the broker would take the two in either order.
+func (k *Kafka) produce(d *event.Delivery) (p, earlier *pending, err error) {
 	id := DeliveryKey(d.Payload)
 	k.mu.Lock()
-	if p, ok := k.pending[id]; ok && !p.failed() {
+	if kept, ok := k.pending[id]; ok {
 		k.mu.Unlock()
-		return p, nil
+		return kept, nil, nil
 	}
 	rec, err := k.record(d)
 	if err != nil {
 		k.mu.Unlock()
-		return nil, err
+		return nil, nil, err
 	}
-	p := &pending{id: id, topic: rec.Topic, done: make(chan struct{})}
+	part := partitionKey(rec)
+	if earlier := k.earlierRecordLocked(part); earlier != nil {
+		k.mu.Unlock()
+		return nil, earlier, nil
+	}
+	p = &pending{id: id, topic: rec.Topic, part: part, done: make(chan struct{})}
 	k.pending[id] = p
+	k.inflight[part] = append(k.inflight[part], p)
 	k.mu.Unlock()
 	// TryProduce, not Produce: a full buffer fails the attempt at once
 	// instead of blocking the worker. The promise runs on the client's own
-	// goroutine, never under k.mu held by a caller.
+	// goroutine, or on this one before TryProduce returns, never under k.mu.
 	k.client.TryProduce(k.recordCtx, rec, func(_ *kgo.Record, err error) {
 		p.err = err
+		k.settle(p)
 		close(p.done)
 	})
-	return p, nil
+	return p, nil, nil
 }
 
 // forget drops p once an attempt has seen its outcome. Until then it stays,
@@ -303,11 +358,4 @@ func (k *Kafka) record(d *event.Delivery) (*kgo.Record, error) {
 // ObjectKey is an object's identity for ordering: group/resource/namespace/name.
 func ObjectKey(p *event.Payload) string {
 	return p.Resource.Group + "/" + p.Resource.Resource + "/" + p.Namespace + "/" + p.Name
-}
-
-// Close fails the records still pending and closes the client.
-func (k *Kafka) Close() error {
-	k.stop()
-	k.client.Close()
-	return nil
 }

@@ -136,7 +136,7 @@ func (n *NATS) Send(ctx context.Context, d *event.Delivery) error {
 		return nil
 	}
 	if _, err := n.js.PublishMsg(ctx, msg, jetstream.WithMsgID(DeliveryID(d))); err != nil {
-		return natsFailure(fmt.Errorf("jetstream publish to %s: %w", msg.Subject, err))
+		return n.publishFailure(ctx, msg.Subject, err)
 	}
 	return nil
 }
@@ -149,6 +149,24 @@ func natsFailure(err error) *Failure {
 	tooLarge := errors.Is(err, nats.ErrMaxPayload) ||
 		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
 	return &Failure{Err: err, Permanent: tooLarge}
+}
+
+// publishFailure is a failed JetStream publish to subject as a failed
+// attempt. A subject that no stream captures (no responders, and JetStream
+// says no stream has it) is the failure of the events a subject template
+// sends there alone: each retries on its own schedule while the others go on.
+// With a plain subject every event goes there: the action is down, its
+// backlog kept; so is it when JetStream does not answer at all.
+func (n *NATS) publishFailure(ctx context.Context, subject string, err error) *Failure {
+	f := natsFailure(fmt.Errorf("jetstream publish to %s: %w", subject, err))
+	if n.subject.tmpl == nil || !errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return f
+	}
+	if _, lerr := n.js.StreamNameBySubject(ctx, subject); errors.Is(lerr, jetstream.ErrStreamNotFound) {
+		f.Err = fmt.Errorf("jetstream publish to %s: no stream captures the subject: %w", subject, err)
+		f.OneEvent = true
+	}
+	return f
 }
 
 // message builds d's message: its subject, headers and data.

@@ -50,6 +50,11 @@ type Queue struct {
 	// (HandOff); after that, Enqueue forwards to it.
 	successor *Queue
 	retire    chan struct{} // closed by HandOff
+	// heir is the queue that follows this one (HandOff, Follow); its sender
+	// inherits this one's when Run ends (passOn). ended: Run has passed its
+	// sender on, or ended without an heir.
+	heir  *Queue
+	ended bool
 	// cancelWork aborts attempts in flight (set while Run runs); Halt uses it.
 	cancelWork context.CancelFunc
 	// after, when set, is the predecessor's handedOff: Run delivers nothing
@@ -237,6 +242,7 @@ func (q *Queue) Stopped() <-chan struct{} { return q.handedOff }
 // and returns.
 func (q *Queue) Run(ctx context.Context, grace time.Duration) error {
 	defer close(q.handedOff)
+	defer q.passOn() // every attempt has ended; the heir's first has not begun
 	q.mu.Lock()
 	after := q.after
 	q.mu.Unlock()

@@ -20,6 +20,16 @@ type Finisher interface {
 	Finished(d *event.Delivery)
 }
 
+// Heir is a Sender that takes over what its predecessor still has in flight
+// when a reload hands an action's backlog to a new queue (kafka: records the
+// old client has not settled, which must land before the object's next
+// record). The queue calls Inherit with the predecessor's sender once the
+// predecessor's attempts have ended and before the heir's first attempt, and
+// before the predecessor is closed.
+type Heir interface {
+	Inherit(prev Sender)
+}
+
 // Failure is a failed attempt with what the receiver said about retrying.
 type Failure struct {
 	Err error
