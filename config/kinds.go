@@ -13,6 +13,9 @@ type kindSpec interface {
 	// retryPolicy is the kind's retry key, or nil for a kind without one
 	// (the action then retries with the defaults).
 	retryPolicy() *RetrySpec
+	// insecure returns what the spec sends in clear or to a receiver it does
+	// not verify (insecure.go).
+	insecure(f *File, p string) []exposure
 }
 
 // kind is one action kind's key, whether it is set, and its spec: the one

@@ -26,6 +26,9 @@ type File struct {
 	// the field paths that hold one.
 	envWarnings Problems
 	envUnset    map[string]bool
+	// opts are the options the file was loaded with, for a reload to load
+	// its successor with.
+	opts Options
 }
 
 // Options change how a file is loaded.
@@ -34,7 +37,15 @@ type Options struct {
 	// problem, and leaves the field that holds it unjudged: for checking a
 	// file offline, away from the environment it will run in. Default false.
 	UnsetEnvWarns bool
+	// Strict makes each insecure shape (insecure.go) a problem, as
+	// security.allowInsecure: false does, whatever the file says: check's
+	// and run's --strict. Default false.
+	Strict bool
 }
+
+// LoadOptions returns the options the file was loaded with: a reload loads
+// the file's next version with them, so that run's --strict holds for it too.
+func (f *File) LoadOptions() Options { return f.opts }
 
 // EnvUnset reports whether the field at path p holds a ${VAR} that was not
 // set (only with Options.UnsetEnvWarns): what a later step finds wrong with
@@ -76,8 +87,9 @@ func Parse(name string, data []byte) (*File, error) {
 }
 
 // ParseWith is Parse with options. After decoding, the steps run once each and
-// in this order: expansion of ${VAR}, defaults, checks, and the rules' share
-// of the file's defaults: section.
+// in this order: expansion of ${VAR}, defaults, checks (the insecure shapes
+// among them when they are refused), and the rules' share of the file's
+// defaults: section.
 func ParseWith(name string, data []byte, o Options) (*File, error) {
 	d := &decoder{file: name, lines: map[string]int{}}
 	var doc yaml.Node
@@ -91,11 +103,12 @@ func ParseWith(name string, data []byte, o Options) (*File, error) {
 	}
 	cfg := &Config{}
 	d.decode(&doc, reflectValue(cfg), "")
-	f := &File{Path: name, Source: data, Config: cfg, lines: d.lines}
+	f := &File{Path: name, Source: data, Config: cfg, lines: d.lines, opts: o}
 	v := &validator{file: f, unsetEnvWarns: o.UnsetEnvWarns}
 	cfg.expandEnv(v)
 	cfg.applyDefaults()
 	cfg.validate(v)
+	v.refuseInsecure()
 	cfg.inheritDefaults()
 	f.envWarnings, f.envUnset = v.envWarnings, v.envUnset
 	ps := append(d.problems, unread(v.problems, d.problems)...)

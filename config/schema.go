@@ -46,6 +46,9 @@ type Config struct {
 	// last-applied-configuration annotation) in front of Redact; false drops
 	// it, and `dynwatch check` warns. Default: true.
 	RedactSecrets *bool `yaml:"redactSecrets"`
+	// Security says whether actions may send credentials in clear or skip
+	// certificate checks. Default: they may, each with a warning.
+	Security *Security `yaml:"security"`
 	// ShutdownGrace is how long queues drain on SIGTERM. Default: 30s.
 	ShutdownGrace *Duration `yaml:"shutdownGrace"`
 	// Actions are the named things that rules deliver events to. Required.
@@ -93,6 +96,18 @@ type Defaults struct {
 type State struct {
 	// Path is the state file. Required when state is given.
 	Path string `yaml:"path"`
+}
+
+// Security is what the file allows that exposes a credential or a delivery
+// on the network (insecure.go lists each shape).
+type Security struct {
+	// AllowInsecure: true lets an action send a credential in clear (SASL
+	// PLAIN without tls, a NATS token or URL password without TLS, a
+	// webhook's credential header, URL user or token parameter on http://)
+	// or turn certificate checks off (tls.insecureSkipVerify), each a
+	// warning; false makes each a problem, as run's and check's --strict
+	// does whatever the file says. Default: true.
+	AllowInsecure *bool `yaml:"allowInsecure"`
 }
 
 // Server configures the operations HTTP server.

@@ -1,9 +1,15 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+)
 
 // Warnings are what a valid file says that may not be meant: `dynwatch check`
-// prints them (and `run` logs them), and they never stop the file loading.
+// prints them (and `run` logs them, at start and at each reload), and they
+// never stop the file loading; the insecure shapes are among them unless they
+// are refused (insecure.go).
 func (f *File) Warnings() []Problem {
 	out := append([]Problem(nil), f.envWarnings...)
 	rs := f.Config.RedactSecrets
@@ -19,5 +25,13 @@ func (f *File) Warnings() []Problem {
 				"kinds match exactly, so this entry may blank nothing", k))
 		}
 	}
-	return out
+	return append(out, f.insecureWarnings()...)
+}
+
+// LogWarnings logs each of the file's warnings at warning level, with its
+// file, line and field path: run's way of saying what check prints.
+func (f *File) LogWarnings(log *slog.Logger) {
+	for _, w := range f.Warnings() {
+		log.Warn(strings.TrimPrefix(w.Msg, "warning: "), "file", w.File, "line", w.Line, "field", w.Path)
+	}
 }

@@ -268,7 +268,8 @@ func (d *daemon) watchEnd(ctx, lease, wctx context.Context, w *watcher.Watcher, 
 
 // config returns the config to act on: the file as it is now if it changed
 // since it was last loaded (a standby that comes to lead acts on the current
-// file) and is valid, else the last valid one.
+// file) and is valid under the first file's load options (run's --strict),
+// else the last valid one.
 func (d *daemon) config() *plan.File {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -276,7 +277,7 @@ func (d *daemon) config() *plan.File {
 	if !changed {
 		return d.file
 	}
-	f, err := plan.Parse(d.file.Path, data)
+	f, err := plan.ParseWith(d.file.Path, data, d.file.LoadOptions())
 	if err != nil {
 		d.log.Error("config file invalid; acting on the last valid one", "config", d.file.Path, "err", err)
 		return d.file
@@ -285,6 +286,7 @@ func (d *daemon) config() *plan.File {
 		d.log.Error("config not applied; acting on the last valid one", "config", d.file.Path, "err", err)
 		return d.file
 	}
+	f.LogWarnings(d.log)
 	d.file = f
 	return f
 }

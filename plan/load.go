@@ -42,6 +42,12 @@ func Parse(name string, data []byte) (*File, error) {
 	return compile(cf, err)
 }
 
+// ParseWith is Parse with the config's load options.
+func ParseWith(name string, data []byte, o config.Options) (*File, error) {
+	cf, err := config.ParseWith(name, data, o)
+	return compile(cf, err)
+}
+
 // compile runs the steps above the schema (rules and action kinds) even when the
 // schema had problems, so that one run reports every problem.
 func compile(cf *config.File, err error) (*File, error) {

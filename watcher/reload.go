@@ -101,11 +101,12 @@ func wantsReplay(rs []*rules.Rule, added map[string]bool, k dyninformer.Key) boo
 	return false
 }
 
-// reloadFile loads and validates the config at path and, if it is valid, runs it
-// from now on (see reload). If it is not, every problem is logged and the running
-// config stays.
+// reloadFile loads and validates the config at path, with the running file's
+// load options (run's --strict holds for every reload), and, if it is valid,
+// runs it from now on (see reload) and logs its warnings. If it is not, every
+// problem is logged and the running config stays.
 func (w *Watcher) reloadFile(path string) error {
-	file, err := plan.Load(path)
+	file, err := plan.LoadWith(path, w.File().LoadOptions())
 	if err != nil {
 		var ps config.Problems
 		if errors.As(err, &ps) {
@@ -124,6 +125,7 @@ func (w *Watcher) reloadFile(path string) error {
 		w.metrics.Reloaded(false)
 		return err
 	}
+	file.LogWarnings(w.log)
 	w.metrics.Reloaded(true)
 	return nil
 }

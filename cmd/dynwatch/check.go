@@ -9,8 +9,10 @@ import (
 )
 
 func cmdCheck(ctx context.Context, e *env, args []string) int {
-	fs := flagSet(e, "check", "--config FILE [--cluster]",
+	fs := flagSet(e, "check", "--config FILE [--cluster] [--strict]",
 		"Validates a config file offline and prints every problem as FILE:LINE: FIELD.PATH: message.\n"+
+			"A credential an action sends in clear, or a certificate check turned off, is a warning;\n"+
+			"--strict (or security.allowInsecure: false in the file) makes it a problem.\n"+
 			"With --cluster, also resolves each rule's selectors through discovery, prints the resources\n"+
 			"each rule will watch, and checks list and watch permission on each (SelfSubjectAccessReview).\n"+
 			"Exits 0 when all is well, 1 when a rule selects nothing or lacks permission, 2 on an invalid file.")
@@ -20,6 +22,7 @@ func cmdCheck(ctx context.Context, e *env, args []string) int {
 	cfgPath := fs.String("config", "", "the config file (required)")
 	cluster := fs.Bool("cluster", false, "also check the config against the cluster")
 	strictEnv := fs.Bool("strict-env", false, "a ${VAR} that is not set is an error, as for run (default: a warning, the field unchecked)")
+	strict := fs.Bool("strict", false, "a credential sent in clear or a certificate check turned off is an error, as with security.allowInsecure: false (default: a warning)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -29,7 +32,7 @@ func cmdCheck(ctx context.Context, e *env, args []string) int {
 	if *cfgPath == "" || fs.NArg() > 0 {
 		return usageError(fs, "--config FILE is required and no arguments are taken")
 	}
-	file, code := loadConfigWith(e.stderr, *cfgPath, config.Options{UnsetEnvWarns: !*strictEnv})
+	file, code := loadConfigWith(e.stderr, *cfgPath, config.Options{UnsetEnvWarns: !*strictEnv, Strict: *strict})
 	if file == nil {
 		return code
 	}

@@ -17,6 +17,19 @@ func loadConfig(stderr io.Writer, path string) (*plan.File, int) {
 
 // loadConfigWith is loadConfig with the config's load options.
 func loadConfigWith(stderr io.Writer, path string, o config.Options) (*plan.File, int) {
+	file, code := loadValidConfig(stderr, path, o)
+	if file == nil {
+		return nil, code
+	}
+	for _, w := range file.Warnings() {
+		fmt.Fprintln(stderr, w.Error())
+	}
+	return file, exitOK
+}
+
+// loadValidConfig is loadConfigWith without printing the file's warnings:
+// run logs them instead.
+func loadValidConfig(stderr io.Writer, path string, o config.Options) (*plan.File, int) {
 	file, err := plan.LoadWith(path, o)
 	if err != nil {
 		var ps config.Problems
@@ -29,9 +42,6 @@ func loadConfigWith(stderr io.Writer, path string, o config.Options) (*plan.File
 		}
 		fmt.Fprintln(stderr, "dynwatch:", err)
 		return nil, exitUsage
-	}
-	for _, w := range file.Warnings() {
-		fmt.Fprintln(stderr, w.Error())
 	}
 	return file, exitOK
 }

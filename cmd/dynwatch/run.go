@@ -2,30 +2,34 @@ package main
 
 import (
 	"context"
-	"github.com/dynwatch/dynwatch/internal/memory"
 	"time"
 
 	"k8s.io/klog/v2"
 
+	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/daemon"
+	"github.com/dynwatch/dynwatch/internal/memory"
 )
 
 func cmdRun(ctx context.Context, e *env, args []string) int {
 	fs := flagSet(e, "run", "--config FILE [flags]",
 		"Watches the resources the config's rules select and delivers matching events to their actions.\n"+
+			"Logs at start each credential an action sends in clear (and each certificate check turned off);\n"+
+			"with --strict (or security.allowInsecure: false) it refuses to start on one, exit 2.\n"+
 			"Stops cleanly on SIGINT or SIGTERM, draining the action queues for up to shutdownGrace.\n"+
 			"SIGHUP, or a change of the file, reloads the config; an invalid one is logged and the old one keeps running.")
 	var kf kubeFlags
 	var lf logFlags
 	kf.register(fs)
 	lf.register(fs, "info", "debug")
-	config := fs.String("config", "", "the config file (required); reloaded on SIGHUP and when its content changes")
+	cfgPath := fs.String("config", "", "the config file (required); reloaded on SIGHUP and when its content changes")
+	strict := fs.Bool("strict", false, "refuse to start, and refuse a reload, on a credential sent in clear or a certificate check turned off, as with security.allowInsecure: false (default: a warning)")
 	reloadEvery := fs.Duration("config-check-interval", 2*time.Second, "how often the config file is checked for changes")
 	resetState := fs.Bool("reset-state", false, "discard the state file of state.path (saying how much it held) and start over")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if *config == "" || fs.NArg() > 0 {
+	if *cfgPath == "" || fs.NArg() > 0 {
 		return usageError(fs, "--config FILE is required and no arguments are taken")
 	}
 	log, err := lf.logger(e.stderr)
@@ -34,10 +38,11 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	}
 	klog.SetSlogLogger(log)
 	memory.SetLimit(log, "/")
-	file, code := loadConfig(e.stderr, *config)
+	file, code := loadValidConfig(e.stderr, *cfgPath, config.Options{Strict: *strict})
 	if file == nil {
 		return code
 	}
+	file.LogWarnings(log)
 	logProxies(log, file)
 	kf.log = log
 	c, err := kf.connect()
