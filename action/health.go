@@ -4,7 +4,8 @@ import "time"
 
 // maxProbeInterval caps the wait between probes of an action that is down: a
 // probe is one request, so a receiver that is back is found within this long
-// however long it was down. Events' retries still count on their own schedule.
+// however long it was down. A probe's failure counts against the outage, not
+// against its event's retry.max.
 const maxProbeInterval = 2 * time.Second
 
 // health is whether the action's receiver is down, and its probe schedule.
@@ -20,18 +21,32 @@ type health struct {
 // failing records a failure of the receiver: the action goes down (logged
 // once, with the reason and how much is queued), and a failed probe sets the
 // next one on the backoff schedule, or after the receiver's Retry-After.
-func (q *Queue) failing(probe bool, f *Failure, err error) {
+func (q *Queue) failing(probe bool, f *Failure, err error) { q.receiverFailed(probe, true, f, err) }
+
+// probeEnded ends a probe whose failure counted as its event's own (the
+// receiver took others since that event's previous attempt): an action that
+// is still down sets its next probe as after any failed probe; one that came
+// up meanwhile stays up.
+func (q *Queue) probeEnded(f *Failure, err error) { q.receiverFailed(true, false, f, err) }
+
+// receiverFailed is failing, and, unless goDown, probeEnded.
+func (q *Queue) receiverFailed(probe, goDown bool, f *Failure, err error) {
 	q.mu.Lock()
 	h := &q.health
 	wentDown := !h.down
+	if wentDown && !goDown {
+		q.mu.Unlock()
+		return
+	}
+	now := q.clock.Now()
 	if wentDown {
-		*h = health{down: true, since: q.clock.Now(), waiting: q.total}
+		*h = health{down: true, since: now, waiting: q.total}
 	}
 	if !wentDown && !probe {
 		// An attempt that began before the action went down: it does not count
 		// as a probe, but a Retry-After it brought still holds the probe back.
 		if ra := q.retry.after(f); ra > 0 {
-			h.nextProbe = later(h.nextProbe, q.clock.Now().Add(ra))
+			h.nextProbe = later(h.nextProbe, now.Add(ra))
 			q.rearmTimer()
 		}
 		q.mu.Unlock()
@@ -43,7 +58,7 @@ func (q *Queue) failing(probe bool, f *Failure, err error) {
 	if ra := q.retry.after(f); ra > 0 {
 		wait = ra // the receiver knows best when it can take more, within maxBackoff
 	}
-	h.nextProbe, h.probing = q.clock.Now().Add(wait), false
+	h.nextProbe, h.probing = now.Add(wait), false
 	depth, failures := q.total, h.failures
 	q.mu.Unlock()
 	if wentDown {
