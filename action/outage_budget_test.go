@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -240,4 +241,42 @@ func poisonEventBounded(t *testing.T, concurrency int) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
 	}
+}
+
+// An outage gives nothing up however long it lasts, so the logs say again
+// that the action is still down: every 10 minutes, with how long it has been
+// down, what waits and the receiver's error. With retry.max 0, 25 minutes on
+// a fake clock: two reminders, nothing given up, and the event delivered
+// once the receiver is back.
+func TestLongOutageSaysSoAgain(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	down.Store(true)
+	sender := senderFunc(func(context.Context, *event.Delivery) error {
+		if down.Load() {
+			return &Failure{Err: errors.New("POST http://127.0.0.1: 503 Service Unavailable")}
+		}
+		return nil
+	})
+	var logs logBuffer
+	fc := newFakeClock()
+	q := NewQueue("hook", sender, QueueOptions{Retry: Retry{Max: 0, Initial: time.Second, MaxBackoff: 5 * time.Minute}, Logger: logs.logger(), Clock: fc})
+	runQueue(t, q)
+	q.Enqueue(delivery("a", 0))
+	sleepOnClock(t, fc, q, 25*time.Minute)
+	reminders := regexp.MustCompile(`level=WARN msg="action still failing[^\n]* downFor=(\S+) queued=1 [^\n]*503 Service Unavailable`).FindAllStringSubmatch(logs.String(), -1)
+	if len(reminders) != 2 {
+		t.Errorf("%d reminders in a 25-minute outage, want 2 (every 10 minutes):\n%s", len(reminders), reminders)
+	}
+	for i, m := range reminders {
+		// At the first probe after each 10 minutes (a probe every 2s).
+		if d, err := time.ParseDuration(m[1]); err != nil || d < time.Duration(i+1)*10*time.Minute || d > time.Duration(i+1)*10*time.Minute+time.Minute {
+			t.Errorf("reminder %d says down for %s, want just past %dm", i+1, m[1], (i+1)*10)
+		}
+	}
+	if st := q.Stats(); st.Failed != 0 || st.Outages != 1 {
+		t.Errorf("stats %+v: want one outage, nothing given up", st)
+	}
+	down.Store(false)
+	waitOnClock(t, fc, q, "the event", 10*time.Second, func() bool { return q.Stats().Delivered == 1 })
 }
