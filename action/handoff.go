@@ -36,11 +36,12 @@ func (q *Queue) moveBacklog() {
 	keepGroups := q.takeGroups(next)
 	pending, from := q.pending, q.grp
 	q.pending, q.ready, q.total, q.closed, q.grp = map[string][]*item{}, nil, 0, true, nil
-	limit := q.limit.snapshot()
+	limit, accepted := q.limit.snapshot(), q.accepted
 	q.mu.Unlock()
 	moved := 0
 	next.mu.Lock()
 	next.limit.carry(limit)
+	next.accepted = max(next.accepted, accepted) // the moved events' marks stay true
 	if from != nil || next.grp != nil {
 		moved = next.adopt(pending, from, keepGroups)
 	} else {

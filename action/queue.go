@@ -21,8 +21,12 @@ import (
 // Failures back off per action, not per event: when the receiver fails, the
 // action is down, one probe at a time retries on the backoff schedule while
 // the other deliveries wait without holding a worker, and the first success
-// lets the whole backlog go at full concurrency. A failure of one event alone
-// (Failure.OneEvent) backs off that event's key only.
+// lets the whole backlog go at full concurrency. An outage gives nothing up,
+// however long: its failures count against the outage, not against the
+// events' retry.max. A failure of one event alone (Failure.OneEvent, or any
+// failure once other deliveries got through since that event's previous
+// attempt) backs off that event's key only, and counts against its
+// retry.max.
 type Queue struct {
 	name        string
 	sender      Sender
@@ -41,7 +45,11 @@ type Queue struct {
 	stop    bool               // workers exit when set
 	closed  bool               // Run has returned: nothing more is delivered
 	health  health
-	warned  time.Time // last per-event failure warning, to log at most once a minute
+	// accepted counts the deliveries the receiver accepted (carried over
+	// by HandOff): an event's failure counts against its retry.max only
+	// if it grew since the event's previous attempt.
+	accepted uint64
+	warned   time.Time // last per-event failure warning, to log at most once a minute
 	// backoffs are the keys waiting on their own retry (retryAlone), and when.
 	backoffs map[string]time.Time
 	// rearm tells the queue's timer (wakeTimer) that a wake-up time changed.

@@ -7,7 +7,10 @@ import (
 
 // Retry is an exponential backoff policy with jitter.
 type Retry struct {
-	// Max is how many retries follow the first attempt.
+	// Max is how many failures of one event may follow its first attempt
+	// before it is given up: failures of that event alone, and failures that
+	// say the receiver is down once other deliveries got through since the
+	// event's previous attempt. An outage counts none (Queue.settle).
 	Max int
 	// Initial is the first wait; each later wait doubles, up to MaxBackoff.
 	Initial    time.Duration

@@ -11,11 +11,13 @@ import (
 // item is one delivery in the queue with its attempts so far.
 type item struct {
 	d *event.Delivery
-	// attempts counts the attempts that count against retry.max: every one,
-	// but for failures of a down receiver that come sooner than the event's own
-	// backoff schedule would have retried it (probes are more frequent).
-	attempts int
-	countAt  time.Time // when a failure of the receiver counts again
+	// tries counts every attempt; counted those that count against
+	// retry.max: all but the failures of a receiver that is down (see
+	// countsAgainstMax).
+	tries, counted int
+	// accepted is the queue's accepted count when this event's last attempt
+	// ended: a later failure counts only if deliveries were accepted since.
+	accepted uint64
 	// u is its order across keys and, for a grouped delivery, its members
 	// (then d is made at its first attempt); nil in a queue without a
 	// grouper.
@@ -52,9 +54,10 @@ func (q *Queue) work(ctx context.Context) {
 		if !ok {
 			return
 		}
-		if it.attempts > 0 {
+		if it.tries > 0 {
 			q.retries.Add(1)
 		}
+		it.tries++
 		d, err := q.delivery(it)
 		if err == nil {
 			err = q.sender.Send(ctx, d)
@@ -78,14 +81,22 @@ func (q *Queue) release(key string, probe bool) {
 }
 
 // settle records the outcome of one attempt at the head of key's list.
+//
+// retry.max bounds the failures of an event the receiver refuses while it
+// takes others; an outage, however long, gives nothing up. A failure that
+// says the receiver is down (no Permanent or OneEvent) is that event's own
+// only if the action delivered something else since the event's previous
+// attempt (countsAgainstMax): then it counts, and the event backs off on its own
+// while the others go on. Else the receiver is down: the failure counts
+// against the outage, the action goes down and its events take turns as
+// the probe. So a receiver that answers 5xx to one event for ever while it
+// takes the others gives that event up on its own schedule, and one that is
+// down for an hour keeps every event.
 func (q *Queue) settle(key string, it *item, probe bool, err error) {
 	var f *Failure
 	errors.As(err, &f)
 	receiverDown := err != nil && (f == nil || !f.Permanent && !f.OneEvent)
-	if now := q.clock.Now(); !receiverDown || !now.Before(it.countAt) {
-		it.attempts++
-		it.countAt = now.Add(q.retry.step(it.attempts) / 2) // the earliest its own jittered retry could come
-	}
+	counted := q.countsAgainstMax(it, err == nil, receiverDown)
 	switch {
 	case err == nil:
 		q.delivered.Add(uint64(it.count()))
@@ -97,20 +108,51 @@ func (q *Queue) settle(key string, it *item, probe bool, err error) {
 	case f != nil && f.Permanent:
 		q.up() // the receiver answered
 		q.giveUp(key, it, "permanent failure, not retried", err)
-	case it.attempts > q.retry.Max:
-		if f == nil || !f.OneEvent {
-			q.failing(probe, f, err)
-		} else {
-			q.up()
-		}
-		q.giveUp(key, it, "retries exhausted", err)
-	case f != nil && f.OneEvent:
-		q.up()
-		q.retryAlone(key, it, f, err)
-	default:
+	case !counted:
 		q.failing(probe, f, err)
-		q.requeueFirst(key)
+		q.requeue(key)
+	case receiverDown:
+		// The receiver took others since: a failure of this event alone,
+		// which puts no action down. A probe's ends here.
+		if probe {
+			q.probeEnded(f, err)
+		}
+		q.retryOrGiveUp(key, it, f, err)
+	default: // OneEvent
+		q.up()
+		q.retryOrGiveUp(key, it, f, err)
 	}
+}
+
+// countsAgainstMax counts one attempt of it and reports whether it counts
+// against retry.max: a success, a permanent failure or a failure of this
+// event alone always; a failure that says the receiver is down only if the
+// action delivered another event since this one's previous attempt ended
+// (never at its first: a failure then is the receiver's until shown
+// otherwise).
+func (q *Queue) countsAgainstMax(it *item, ok, receiverDown bool) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	othersSince := it.tries > 1 && q.accepted > it.accepted
+	if ok {
+		q.accepted++
+	}
+	it.accepted = q.accepted
+	if receiverDown && !othersSince {
+		return false
+	}
+	it.counted++
+	return true
+}
+
+// retryOrGiveUp backs off an event whose failure counted on its own
+// schedule, or gives it up once it has failed more than retry.max times.
+func (q *Queue) retryOrGiveUp(key string, it *item, f *Failure, err error) {
+	if it.counted > q.retry.Max {
+		q.giveUp(key, it, "retries exhausted", err)
+		return
+	}
+	q.retryAlone(key, it, f, err)
 }
 
 // finish removes the head of key's list and hands the key on if it has more.
@@ -160,20 +202,22 @@ func (q *Queue) finished(f Finisher, d *event.Delivery) {
 // The log line comes first: whoever sees the count finds it written.
 func (q *Queue) giveUp(key string, it *item, reason string, err error) {
 	if it.u != nil && it.u.members != nil {
-		q.log.Error("grouped delivery failed: "+reason, "ids", it.ids(), "events", it.count(), "attempts", it.attempts, "err", err)
+		q.log.Error("grouped delivery failed: "+reason, "ids", it.ids(), "events", it.count(), "attempts", it.tries, "counted", it.counted, "err", err)
 	} else {
-		q.log.Error("delivery failed: "+reason, "id", it.d.Payload.ID, "rule", it.d.Payload.Rule, "attempts", it.attempts, "err", err)
+		q.log.Error("delivery failed: "+reason, "id", it.d.Payload.ID, "rule", it.d.Payload.Rule, "attempts", it.tries, "counted", it.counted, "err", err)
 	}
 	q.failed.Add(uint64(it.count()))
 	q.finish(key)
 }
 
-// requeueFirst puts key at the front of the ready keys: while the action is
-// down, the event that failed is the next probe.
-func (q *Queue) requeueFirst(key string) {
+// requeue puts key back among the ready keys, at the back: while the
+// action is down its events take turns as the probe, so that an event the
+// receiver refuses for ever is not the only one tried, and once another
+// gets through, that event's failures count (countsAgainstMax).
+func (q *Queue) requeue(key string) {
 	q.mu.Lock()
 	if !q.stop {
-		q.ready = append([]string{key}, q.ready...)
+		q.ready = append(q.ready, key)
 	}
 	q.mu.Unlock()
 	q.cond.Broadcast()
@@ -184,7 +228,7 @@ func (q *Queue) requeueFirst(key string) {
 func (q *Queue) retryAlone(key string, it *item, f *Failure, err error) {
 	// Read before the backoff is set: from then on the timer may hand the key
 	// to another worker, whose attempt changes it.
-	attempt, id := it.attempts, it.d.Payload.ID
+	attempt, id := it.counted, it.d.Payload.ID
 	wait := q.retry.backoff(attempt)
 	if ra := q.retry.after(f); ra > 0 {
 		wait = ra

@@ -40,7 +40,10 @@ type Failure struct {
 	// OneEvent marks a failure of this event alone while the receiver works (a
 	// command that ran and failed on this payload): the event backs off on its
 	// own and the others go on. Any other failure means the receiver is down:
-	// the whole action backs off, one probe at a time.
+	// the whole action backs off, one probe at a time, and the failure counts
+	// against the outage, not against the event's Retry.Max; unless other
+	// deliveries got through since the event's previous attempt, which makes
+	// it this event's failure as if it were OneEvent.
 	OneEvent bool
 }
 

@@ -14,8 +14,9 @@ import (
 // An event enqueued while a shutdown drain waits is delivered at once, never
 // left until the next timer: Enqueue's wake-up must reach a worker, not the
 // drain's waiter on the same condition. The scene that puts the drain's wait
-// ahead of the worker's: the action is down, its probe event has used its
-// retries, and the pure wake-up at the next probe time finds nothing to do;
+// ahead of the worker's: the action is down with nothing to probe (its probe
+// event gone: given up, or backing off on its own once the receiver took
+// others), and the pure wake-up at the next probe time finds nothing to do;
 // another event backs off on its own for longer than the test waits. On a
 // fake clock: the 20 scenes take no waiting for the probe schedule.
 func TestEnqueueDuringDrainWakesAWorker(t *testing.T) {
@@ -29,14 +30,9 @@ func TestEnqueueDuringDrainWakesAWorker(t *testing.T) {
 
 func enqueueDuringDrain(t *testing.T) bool {
 	delivered := make(chan struct{})
-	probeFailed := make(chan struct{}, 2)
 	s := senderFunc(func(_ context.Context, d *event.Delivery) error {
-		switch d.Key {
-		case "ns/alone":
+		if d.Key == "ns/alone" {
 			return &Failure{Err: errors.New("exit 1"), OneEvent: true, RetryAfter: 30 * time.Second}
-		case "ns/down":
-			probeFailed <- struct{}{}
-			return &Failure{Err: errors.New("503"), RetryAfter: 50 * time.Millisecond}
 		}
 		close(delivered)
 		return nil
@@ -45,19 +41,17 @@ func enqueueDuringDrain(t *testing.T) bool {
 	q := NewQueue("x", s, QueueOptions{Concurrency: 1, Retry: Retry{Max: 1, Initial: time.Millisecond, MaxBackoff: time.Minute},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: fc})
 	cancel, took := runFor(q, time.Minute)
-	defer func() { cancel(); q.Halt(); <-took }() // cancel again: a failure may come before the drain
+	defer func() { cancel(); q.Halt(); <-took }()
 	q.Enqueue(delivery("alone", 1))
 	waitFor(t, "the first event to back off on its own", 10*time.Second, func() bool {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		return len(q.backoffs) == 1
 	})
-	q.Enqueue(delivery("down", 1))
+	// The receiver fails a probe whose event then leaves the ready keys (the
+	// scene's state, set directly): the action is down, its next probe set.
+	q.failing(true, &Failure{Err: errors.New("503"), RetryAfter: 50 * time.Millisecond}, errors.New("503"))
 	cancel()
-	<-probeFailed
-	// its retries used: given up, and the next probe is set
-	waitOnClock(t, fc, q, "the probe event given up", 10*time.Second, func() bool { return q.Stats().Failed == 1 })
-	<-probeFailed
 	q.mu.Lock()
 	next := q.health.nextProbe
 	q.mu.Unlock()

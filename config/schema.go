@@ -223,7 +223,9 @@ type WebhookSpec struct {
 
 // RetrySpec is an exponential backoff policy with jitter.
 type RetrySpec struct {
-	// Max is the number of retries after the first attempt. Default: 10.
+	// Max is how many times one event may fail after its first attempt while
+	// the receiver takes other events; failures while the whole action is
+	// down count against the outage, not against this. Default: 10.
 	Max *int `yaml:"max"`
 	// InitialBackoff is the first wait. Default: 1s.
 	InitialBackoff *Duration `yaml:"initialBackoff"`
