@@ -26,6 +26,8 @@ type File struct {
 	// the field paths that hold one.
 	envWarnings Problems
 	envUnset    map[string]bool
+	// secrets are the values of the file's ${VAR}s (Secrets).
+	secrets *Secrets
 }
 
 // Options change how a file is loaded.
@@ -42,9 +44,10 @@ type Options struct {
 func (f *File) EnvUnset(p string) bool { return f.envUnset[p] }
 
 // Problem returns a problem at the field path p, located at p's line (or its
-// nearest ancestor's).
+// nearest ancestor's). A ${VAR} value the message quotes reads SecretMask:
+// check prints problems, run logs them.
 func (f *File) Problem(p, format string, args ...any) Problem {
-	return Problem{File: f.Path, Line: lineOf(f.lines, p), Path: p, Msg: fmt.Sprintf(format, args...)}
+	return Problem{File: f.Path, Line: lineOf(f.lines, p), Path: p, Msg: f.secrets.Mask(fmt.Sprintf(format, args...))}
 }
 
 // Action returns the named action spec, or nil.
@@ -94,6 +97,7 @@ func ParseWith(name string, data []byte, o Options) (*File, error) {
 	f := &File{Path: name, Source: data, Config: cfg, lines: d.lines}
 	v := &validator{file: f, unsetEnvWarns: o.UnsetEnvWarns}
 	cfg.expandEnv(v)
+	f.secrets = newSecrets(v.expanded) // before the checks: Problem masks them
 	cfg.applyDefaults()
 	cfg.validate(v)
 	cfg.inheritDefaults()
