@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"github.com/dynwatch/dynwatch/internal/memory"
 	"time"
 
 	"k8s.io/klog/v2"
 
 	"github.com/dynwatch/dynwatch/daemon"
+	"github.com/dynwatch/dynwatch/internal/dumpable"
+	"github.com/dynwatch/dynwatch/internal/memory"
 )
 
 func cmdRun(ctx context.Context, e *env, args []string) int {
@@ -33,6 +34,12 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		return usageError(fs, "%v", err)
 	}
 	klog.SetSlogLogger(log)
+	// Not dumpable: the commands of exec actions, which run as dynwatch's
+	// user, cannot read its environment (the config's ${VAR} secrets) or
+	// memory through /proc.
+	if err := dumpable.Disable(); err != nil {
+		log.Warn("exec commands can read dynwatch's environment and memory", "err", err)
+	}
 	memory.SetLimit(log, "/")
 	file, code := loadConfig(e.stderr, *config)
 	if file == nil {
