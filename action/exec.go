@@ -22,11 +22,13 @@ var errNoCommand = errors.New("exec: no command")
 // Exec runs a command per payload: argv as configured, never through a shell,
 // the payload as one JSON line on stdin and the event's identity in DYNWATCH_*
 // variables. The command's environment is minimal (see commandEnv), never
-// dynwatch's own, which holds the secrets of the config's ${VAR}s.
+// dynwatch's own, which holds the secrets of the config's ${VAR}s; what a
+// failing command printed reaches the error with those secrets masked.
 type Exec struct {
 	argv    []string
 	timeout time.Duration
 	env     []string // without the per-event DYNWATCH_* variables
+	secrets *config.Secrets
 }
 
 // NewExec builds an exec action from a validated spec; the environment it
@@ -63,7 +65,7 @@ func (x *Exec) Send(ctx context.Context, d *event.Delivery) error {
 	)
 	// One JSON line, so that `cat >> file` keeps payloads apart.
 	cmd.Stdin = io.MultiReader(bytes.NewReader(d.JSON), strings.NewReader("\n"))
-	var out tailBuffer
+	out := tailBuffer{keep: outputTail + x.secrets.Longest()}
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	if err == nil || cmd.ProcessState != nil && cmd.ProcessState.Success() {
@@ -83,20 +85,45 @@ func (x *Exec) Send(ctx context.Context, d *event.Delivery) error {
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
-		return &Failure{Err: fmt.Errorf("%s: %w: %s", x.argv[0], err, bytes.TrimSpace(out.Bytes())), OneEvent: true}
+		return &Failure{Err: fmt.Errorf("%s: %w: %s", x.argv[0], err, out.masked(x.secrets)), OneEvent: true}
 	}
 	return fmt.Errorf("%s: %w", x.argv[0], err)
 }
 
-// tailBuffer keeps the last 2 KiB written to it, for error messages.
-type tailBuffer struct{ b []byte }
+// outputTail is how much of a failing command's output its error shows: the
+// end, where a failure is usually said.
+const outputTail = 2048
+
+// tailBuffer keeps the last keep bytes written to it, for error messages:
+// keep is outputTail and the longest secret, so that a secret the first of
+// the outputTail bytes cut through is still seen whole and masked.
+type tailBuffer struct {
+	b    []byte
+	keep int
+	cut  bool // more was written than b holds
+}
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.b = append(t.b, p...)
-	if over := len(t.b) - 2048; over > 0 {
-		t.b = t.b[over:]
+	if over := len(t.b) - t.keep; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+		t.cut = true
 	}
 	return len(p), nil
 }
 
-func (t *tailBuffer) Bytes() []byte { return t.b }
+// masked is the output's last outputTail bytes, with the config's secrets
+// (what a ${VAR} expanded to) masked: a command that prints its environment
+// or echoes a token must not put it in dynwatch's logs.
+func (t *tailBuffer) masked(secrets *config.Secrets) string {
+	text := string(t.b)
+	if t.cut {
+		text = secrets.MaskTail(text)
+	} else {
+		text = secrets.Mask(text)
+	}
+	if len(text) > outputTail {
+		text = text[len(text)-outputTail:]
+	}
+	return strings.TrimSpace(text)
+}

@@ -45,6 +45,15 @@ func TestHelperProcess(t *testing.T) {
 	case "fail":
 		fmt.Fprintln(os.Stderr, "helper says no")
 		os.Exit(3)
+	case "printenv":
+		// A failing command that says its environment, then TOKEN twice and
+		// HELPER_PAD bytes after it.
+		for _, kv := range os.Environ() {
+			fmt.Println(kv)
+		}
+		n, _ := strconv.Atoi(os.Getenv("HELPER_PAD"))
+		fmt.Print("first=" + os.Getenv("TOKEN") + " again=" + os.Getenv("TOKEN") + strings.Repeat("y", n))
+		os.Exit(3)
 	case "background":
 		// A child left running that holds the command's stdout and stderr.
 		child := exec.Command("sleep", "300")

@@ -16,6 +16,9 @@ type Env struct {
 	// Source is the CloudEvents source: the API server's URL (or the
 	// cluster's name). Default: "dynwatch".
 	Source string
+	// Secrets are the config's ${VAR} values, masked in what a receiver or
+	// a command says back before it reaches an error. Default: none.
+	Secrets *config.Secrets
 }
 
 // source returns the CloudEvents source of env.
@@ -118,11 +121,16 @@ func compileWebhook(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, erro
 			return nil, nil, err
 		}
 		w.format = webhookFormat(ws, env.source())
+		w.secrets = env.Secrets
 		return w, w, nil
 	}, nil
 }
 
 func compileExec(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError) {
 	es := spec.Exec
-	return func(Env) (Sender, io.Closer, error) { return NewExec(es), nil, nil }, nil
+	return func(env Env) (Sender, io.Closer, error) {
+		x := NewExec(es)
+		x.secrets = env.Secrets
+		return x, nil, nil
+	}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"text/template"
 	"time"
 
@@ -35,6 +36,9 @@ type Webhook struct {
 	// (cloudevents, slack, teams); nil sends the payload JSON.
 	format bodyFormat
 	client *http.Client
+	// secrets are masked in what a refusing receiver answers: it may say
+	// back the credential it refused.
+	secrets *config.Secrets
 }
 
 // NewWebhook builds a webhook from a validated spec (headers already expanded)
@@ -121,12 +125,14 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 		return fmt.Errorf("%s %s: %w", w.method, w.where, err) // network errors and timeouts are retried
 	}
 	defer resp.Body.Close()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // lets the connection be reused
+	// The answer's first bytes, and enough more to see a secret that
+	// straddles them whole (to mask it).
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, int64(answerHead+w.secrets.Longest())))
+	n, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // lets the connection be reused
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}
-	f := &Failure{Err: fmt.Errorf("%s %s: %s: %s", w.method, w.where, resp.Status, bytes.TrimSpace(snippet))}
+	f := &Failure{Err: fmt.Errorf("%s %s: %s: %s", w.method, w.where, resp.Status, w.answer(snippet, n > 0))}
 	switch {
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
 		f.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -134,6 +140,24 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 		f.Permanent = true
 	}
 	return f
+}
+
+// answerHead is how much of a refusing receiver's answer an error shows.
+const answerHead = 512
+
+// answer is the first answerHead bytes of a receiver's answer, the
+// config's secrets masked; cut says the answer went on past head.
+func (w *Webhook) answer(head []byte, cut bool) string {
+	text := string(head)
+	if cut {
+		text = w.secrets.MaskHead(text)
+	} else {
+		text = w.secrets.Mask(text)
+	}
+	if len(text) > answerHead {
+		text = text[:answerHead]
+	}
+	return strings.TrimSpace(text)
 }
 
 // Close closes the webhook's idle connections, once its queue has stopped

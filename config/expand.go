@@ -61,9 +61,9 @@ func (n *NATSSpec) expandEnv(v *validator, p string) {
 	n.Token = v.expand(p+".token", n.Token)
 }
 
-// expand replaces ${VAR} in s from the environment and records each variable
-// that is not set at p: as a warning with Options.UnsetEnvWarns, else as a
-// problem for reportEnv.
+// expand replaces ${VAR} in s from the environment, keeps each value it puts
+// in for File.Secrets, and records each variable that is not set at p: as a
+// warning with Options.UnsetEnvWarns, else as a problem for reportEnv.
 func (v *validator) expand(p, s string) string {
 	var missing []string
 	out := envRE.ReplaceAllStringFunc(s, func(m string) string {
@@ -72,6 +72,7 @@ func (v *validator) expand(p, s string) string {
 		if !ok {
 			missing = append(missing, name)
 		}
+		v.expanded = append(v.expanded, val)
 		return val
 	})
 	for _, name := range missing {

@@ -29,6 +29,8 @@ type File struct {
 	// opts are the options the file was loaded with, for a reload to load
 	// its successor with.
 	opts Options
+	// secrets are the values of the file's ${VAR}s (Secrets).
+	secrets *Secrets
 }
 
 // Options change how a file is loaded.
@@ -53,9 +55,10 @@ func (f *File) LoadOptions() Options { return f.opts }
 func (f *File) EnvUnset(p string) bool { return f.envUnset[p] }
 
 // Problem returns a problem at the field path p, located at p's line (or its
-// nearest ancestor's).
+// nearest ancestor's). A ${VAR} value the message quotes reads SecretMask:
+// check prints problems, run logs them.
 func (f *File) Problem(p, format string, args ...any) Problem {
-	return Problem{File: f.Path, Line: lineOf(f.lines, p), Path: p, Msg: fmt.Sprintf(format, args...)}
+	return Problem{File: f.Path, Line: lineOf(f.lines, p), Path: p, Msg: f.secrets.Mask(fmt.Sprintf(format, args...))}
 }
 
 // Action returns the named action spec, or nil.
@@ -106,6 +109,7 @@ func ParseWith(name string, data []byte, o Options) (*File, error) {
 	f := &File{Path: name, Source: data, Config: cfg, lines: d.lines, opts: o}
 	v := &validator{file: f, unsetEnvWarns: o.UnsetEnvWarns}
 	cfg.expandEnv(v)
+	f.secrets = newSecrets(v.expanded) // before the checks: Problem masks them
 	cfg.applyDefaults()
 	cfg.validate(v)
 	v.refuseInsecure()

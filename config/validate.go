@@ -28,6 +28,8 @@ type validator struct {
 	// envProblems are the unset variables of each field path, found by the
 	// expansion step and reported by reportEnv where the field is checked.
 	envProblems map[string]Problems
+	// expanded are the values ${VAR}s took, for File.Secrets.
+	expanded []string
 }
 
 func (v *validator) errf(path, format string, args ...any) {

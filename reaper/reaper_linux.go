@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // forwarded are the signals the init passes on to dynwatch: stopping
@@ -19,6 +21,13 @@ var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, sys
 func Init() (int, bool) {
 	if os.Getpid() != 1 {
 		return 0, false
+	}
+	// PID 1 holds dynwatch's environment too (the secrets of the config's
+	// ${VAR}s) and runs as its user: not dumpable, a command of that user
+	// cannot read /proc/1/environ. The child's execve makes it dumpable
+	// again; dynwatch run makes itself non-dumpable as it starts.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "dynwatch: cannot make PID 1 non-dumpable (its environment stays readable by processes of its user): %v\n", err)
 	}
 	return run("/proc/self/exe", os.Args, os.Environ())
 }

@@ -14,6 +14,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/payload"
 )
 
 // Printer writes payloads as table rows (table, wide), JSON lines (json), YAML
@@ -86,7 +87,7 @@ func (p *Printer) Header() error {
 func (p *Printer) Print(pl *event.Payload) error {
 	switch p.o.Output {
 	case "json":
-		b, err := json.Marshal(pl)
+		b, err := payload.Marshal(pl) // "<redacted>" as written, as run's log action writes it
 		if err != nil {
 			return err
 		}

@@ -63,6 +63,9 @@ type Options struct {
 	Cluster       string
 	ClusterColumn bool
 	Printer       *Printer
+	// Redactor blanks what a config file's redact list names (tail
+	// --config), as run, audit and test do. Default: the built-in list.
+	Redactor *payload.Redactor
 }
 
 // Rule compiles the options' filters into the rule tail evaluates.
@@ -102,7 +105,11 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 			return err
 		}
 	}
-	eval := &rules.Evaluator{Redactor: payload.NewRedactor(config.DefaultRedact())}
+	red := o.Redactor
+	if red == nil {
+		red = payload.NewRedactor(config.DefaultRedact())
+	}
+	eval := &rules.Evaluator{Redactor: red}
 	only := []*rules.Rule{rule}
 	pr := newProbe(o.Where)
 	mgr := dyninformer.NewManager(client, func(_ dyninformer.Key, ev *event.Event) {

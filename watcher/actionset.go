@@ -57,7 +57,7 @@ func (s *actionSet) buildQueues(file *plan.File) (map[string]*queueRun, error) {
 			out[a.Spec.Name] = old
 			continue
 		}
-		qr, err := s.newQueue(a)
+		qr, err := s.newQueue(a, file.Secrets())
 		if err != nil {
 			for _, qr := range out {
 				if s.queues[qr.spec.Name] != qr && qr.closer != nil {
@@ -71,10 +71,11 @@ func (s *actionSet) buildQueues(file *plan.File) (map[string]*queueRun, error) {
 	return out, nil
 }
 
-// newQueue builds an action's sender and queue; with state, a delivery is
+// newQueue builds an action's sender (masking secrets, the file's ${VAR}
+// values, in what receivers say back) and queue; with state, a delivery is
 // removed from disk once it is finished with.
-func (s *actionSet) newQueue(a *action.Action) (*queueRun, error) {
-	sender, closer, err := a.Build(action.Env{Stdout: s.stdout, Source: s.source})
+func (s *actionSet) newQueue(a *action.Action, secrets *config.Secrets) (*queueRun, error) {
+	sender, closer, err := a.Build(action.Env{Stdout: s.stdout, Source: s.source, Secrets: secrets})
 	if err != nil {
 		return nil, err
 	}

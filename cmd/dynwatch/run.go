@@ -8,6 +8,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/daemon"
+	"github.com/dynwatch/dynwatch/internal/dumpable"
 	"github.com/dynwatch/dynwatch/internal/memory"
 )
 
@@ -37,6 +38,12 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		return usageError(fs, "%v", err)
 	}
 	klog.SetSlogLogger(log)
+	// Not dumpable: the commands of exec actions, which run as dynwatch's
+	// user, cannot read its environment (the config's ${VAR} secrets) or
+	// memory through /proc.
+	if err := dumpable.Disable(); err != nil {
+		log.Warn("exec commands can read dynwatch's environment and memory", "err", err)
+	}
 	memory.SetLimit(log, "/")
 	file, code := loadValidConfig(e.stderr, *cfgPath, config.Options{Strict: *strict})
 	if file == nil {

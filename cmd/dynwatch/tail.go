@@ -77,8 +77,15 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 		return usageErr("%v", err)
 	}
 	kf.log = opts.Logger
+	file, err := tf.clusters.load(e)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if file != nil {
+		opts.Redactor = file.Redactor // what run, audit and test redact
+	}
 	if tf.clusters.name != "" {
-		return tailClusters(ctx, e, &kf, &tf, resources, opts, usageErr)
+		return tailClusters(ctx, e, &kf, &tf, file, resources, opts, usageErr)
 	}
 	c, err := kf.connect()
 	if err != nil {

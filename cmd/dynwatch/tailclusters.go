@@ -8,6 +8,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/plan"
 	"github.com/dynwatch/dynwatch/tail"
 )
 
@@ -17,18 +18,26 @@ type clusterFlags struct {
 }
 
 func (f *clusterFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.config, "config", "", "a config file whose clusters --cluster names")
+	fs.StringVar(&f.config, "config", "", "a config file: its redact list applies, and --cluster names its clusters")
 	fs.StringVar(&f.name, "cluster", "", "follow the named cluster of --config's clusters, or all of them (\"all\"), with a CLUSTER column")
 }
 
-// specs returns the clusters --cluster names, from the config file.
-func (f *clusterFlags) specs(e *env) ([]config.ClusterSpec, error) {
+// load loads --config, when given (nil without it).
+func (f *clusterFlags) load(e *env) (*plan.File, error) {
 	if f.config == "" {
-		return nil, fmt.Errorf("--cluster needs --config FILE, whose clusters it names")
+		return nil, nil
 	}
 	file, code := loadConfig(e.stderr, f.config)
 	if file == nil {
 		return nil, fmt.Errorf("--config %s: invalid (exit %d)", f.config, code)
+	}
+	return file, nil
+}
+
+// specs returns the clusters --cluster names, from the config file.
+func (f *clusterFlags) specs(file *plan.File) ([]config.ClusterSpec, error) {
+	if file == nil {
+		return nil, fmt.Errorf("--cluster needs --config FILE, whose clusters it names")
 	}
 	if f.name == "all" {
 		if len(file.Config.Clusters) == 0 {
@@ -47,8 +56,8 @@ func (f *clusterFlags) specs(e *env) ([]config.ClusterSpec, error) {
 // tailClusters is tail of one or every cluster of a config: the resources
 // resolved through each cluster's discovery, one table (with a CLUSTER
 // column) or one stream of payloads (each with its cluster) for all.
-func tailClusters(ctx context.Context, e *env, kf *kubeFlags, tf *tailFlags, resources string, opts tail.Options, usageErr func(string, ...any) int) int {
-	specs, err := tf.clusters.specs(e)
+func tailClusters(ctx context.Context, e *env, kf *kubeFlags, tf *tailFlags, file *plan.File, resources string, opts tail.Options, usageErr func(string, ...any) int) int {
+	specs, err := tf.clusters.specs(file)
 	if err != nil {
 		return usageErr("%v", err)
 	}
