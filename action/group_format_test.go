@@ -217,10 +217,10 @@ func TestKafkaGroupRecord(t *testing.T) {
 	}
 }
 
-// NATS: the message is the group payload, ce-id and Nats-Msg-Id the group's
-// key (so JetStream drops a retried group, not a later event of its first
-// object nor a group formed again with more events), the subject from the
-// first event.
+// NATS: the message is the group payload, ce-id the group's key and
+// Nats-Msg-Id that key and the action (so JetStream drops a retried group,
+// not a later event of its first object nor a group formed again with more
+// events), the subject from the first event.
 func TestNATSGroupMessage(t *testing.T) {
 	t.Parallel()
 	ns := startNATS(t)
@@ -241,7 +241,7 @@ func TestNATSGroupMessage(t *testing.T) {
 		t.Errorf("message %s %s", m.Subject, m.Data)
 	}
 	key := wantGroupKey(g.Members...)
-	for k, v := range map[string]string{"Nats-Msg-Id": key, "ce-type": "io.dynwatch.group", "ce-id": key, "Dynwatch-Delivery-Id": key} {
+	for k, v := range map[string]string{"Nats-Msg-Id": key + ":sink", "ce-type": "io.dynwatch.group", "ce-id": key, "Dynwatch-Delivery-Id": key} {
 		if got := m.Header.Get(k); got != v {
 			t.Errorf("header %s = %q, want %q", k, got, v)
 		}

@@ -23,12 +23,15 @@ var errNATSDown = errors.New("not connected to a NATS server")
 
 // NATS publishes each payload to a subject. With JetStream (the default) a
 // publish counts only once the stream has acknowledged it, and its
-// Nats-Msg-Id is the delivery key, so the stream drops a retried duplicate.
+// Nats-Msg-Id is the delivery key and the action's name (msgID), so the
+// stream drops a retried duplicate, and only that: a stream that captures
+// several actions' subjects keeps each action's message.
 // Core NATS counts a message delivered once the server has it: at most once
 // on the wire, nothing is kept for a subscriber that is not there.
 type NATS struct {
 	conn    *nats.Conn
 	js      jetstream.JetStream // nil for core NATS
+	action  string
 	subject textOrTemplate
 	ce      bool
 	source  string
@@ -42,9 +45,14 @@ func compileNATS(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error),
 	if err != nil {
 		return nil, &FieldError{Field: "nats.subject", Err: err}
 	}
+	name := spec.Name
 	return func(env Env) (Sender, io.Closer, error) {
 		n, err := newNATS(ns, subject, env.source())
-		return n, n, err
+		if err != nil {
+			return nil, nil, err
+		}
+		n.action = name
+		return n, n, nil
 	}, nil
 }
 
@@ -135,11 +143,18 @@ func (n *NATS) Send(ctx context.Context, d *event.Delivery) error {
 		}
 		return nil
 	}
-	if _, err := n.js.PublishMsg(ctx, msg, jetstream.WithMsgID(DeliveryID(d))); err != nil {
+	if _, err := n.js.PublishMsg(ctx, msg, jetstream.WithMsgID(n.msgID(d))); err != nil {
 		return natsFailure(fmt.Errorf("jetstream publish to %s: %w", msg.Subject, err))
 	}
 	return nil
 }
+
+// msgID is d's Nats-Msg-Id: its delivery key and the action,
+// <id>:<rule>:<action> (a group's key then the action). A stream
+// deduplicates on it across every subject it captures, and two actions of
+// one rule may publish one event into one stream: without the action, the
+// second would be acknowledged as a duplicate and stored nowhere.
+func (n *NATS) msgID(d *event.Delivery) string { return DeliveryID(d) + ":" + n.action }
 
 // natsFailure is err as a failed attempt: permanent when the message is
 // larger than the server's max_payload or the stream's max_msg_size (it
