@@ -113,7 +113,7 @@ const testSource = "https://api.test:6443"
 // would; what it holds is closed when the test ends.
 func buildAction(t testing.TB, kindYAML string) Sender {
 	t.Helper()
-	return buildNamedAction(t, "sink", kindYAML, Env{Source: testSource})
+	return buildNamedAction(t, "sink", kindYAML, Env{Source: testSource, Logger: quiet})
 }
 
 // buildNamedAction is buildAction for the action name with env.

@@ -37,6 +37,7 @@ type NATS struct {
 	source  string
 	timeout time.Duration
 	where   string
+	windows *dupWindows // nil for core NATS
 }
 
 func compileNATS(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError) {
@@ -45,13 +46,16 @@ func compileNATS(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error),
 	if err != nil {
 		return nil, &FieldError{Field: "nats.subject", Err: err}
 	}
-	name := spec.Name
+	name, maxBackoff := spec.Name, retryOf(spec.RetryPolicy()).MaxBackoff
 	return func(env Env) (Sender, io.Closer, error) {
 		n, err := newNATS(ns, subject, env.source())
 		if err != nil {
 			return nil, nil, err
 		}
 		n.action = name
+		if n.js != nil {
+			n.windows = newDupWindows(n.js, env.logger().With("action", name), maxBackoff)
+		}
 		return n, n, nil
 	}, nil
 }
@@ -132,20 +136,22 @@ func (n *NATS) Send(ctx context.Context, d *event.Delivery) error {
 		}
 		return fmt.Errorf("nats %s: %w", n.where, errNATSDown)
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	pubCtx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
 	if n.js == nil {
 		if err := n.conn.PublishMsg(msg); err != nil {
 			return natsFailure(fmt.Errorf("nats publish to %s: %w", msg.Subject, err))
 		}
-		if err := n.conn.FlushWithContext(ctx); err != nil {
+		if err := n.conn.FlushWithContext(pubCtx); err != nil {
 			return fmt.Errorf("nats publish to %s: %w", msg.Subject, err)
 		}
 		return nil
 	}
-	if _, err := n.js.PublishMsg(ctx, msg, jetstream.WithMsgID(n.msgID(d))); err != nil {
+	ack, err := n.js.PublishMsg(pubCtx, msg, jetstream.WithMsgID(n.msgID(d)))
+	if err != nil {
 		return natsFailure(fmt.Errorf("jetstream publish to %s: %w", msg.Subject, err))
 	}
+	n.windows.check(ctx, ack.Stream, n.timeout)
 	return nil
 }
 

@@ -19,7 +19,7 @@ func TestJetStreamTwoActionsOneStream(t *testing.T) {
 	d := cmDelivery("cm0", 0)
 	g := groupOf(t, 2, 1)
 	for _, name := range []string{"a", "b"} {
-		s := buildNamedAction(t, name, fmt.Sprintf(`nats: {url: %q, subject: dw.%s.events}`, ns.url(), name), Env{Source: testSource})
+		s := buildNamedAction(t, name, fmt.Sprintf(`nats: {url: %q, subject: dw.%s.events}`, ns.url(), name), Env{Source: testSource, Logger: quiet})
 		for _, dl := range []*event.Delivery{d, g, d, g} { // each sent twice: a retry
 			if err := s.Send(context.Background(), dl); err != nil {
 				t.Fatalf("action %s: %v", name, err)

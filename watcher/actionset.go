@@ -74,7 +74,7 @@ func (s *actionSet) buildQueues(file *plan.File) (map[string]*queueRun, error) {
 // newQueue builds an action's sender and queue; with state, a delivery is
 // removed from disk once it is finished with.
 func (s *actionSet) newQueue(a *action.Action) (*queueRun, error) {
-	sender, closer, err := a.Build(action.Env{Stdout: s.stdout, Source: s.source})
+	sender, closer, err := a.Build(action.Env{Stdout: s.stdout, Source: s.source, Logger: s.log})
 	if err != nil {
 		return nil, err
 	}
