@@ -140,7 +140,9 @@ type process struct {
 	done   []*event.Delivery
 }
 
-func startProcess(t *testing.T, url string) *process {
+// startProcess starts a process whose outbox holds backlog: the queue
+// takes it before it runs, as a start pages its backlog in.
+func startProcess(t *testing.T, url string, backlog ...*event.Delivery) *process {
 	t.Helper()
 	p := &process{}
 	hook := buildAction(t, fmt.Sprintf(`webhook: {url: %q, timeout: 300ms}`, url))
@@ -150,6 +152,9 @@ func startProcess(t *testing.T, url string) *process {
 		Retry:  Retry{Max: 1000, Initial: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
 		Outbox: OutboxFunc(func(d *event.Delivery) { p.mu.Lock(); p.done = append(p.done, d); p.mu.Unlock() }),
 	})
+	for _, d := range backlog {
+		p.q.Enqueue(d)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	go func() { _ = p.q.Run(ctx, time.Second) }()
@@ -189,9 +194,7 @@ func TestGroupReformedReachesDedupingReceiver(t *testing.T) {
 	cm1 := gdelivery("a", "cm1", 0, event.Add, now)
 	cm2 := gdelivery("a", "cm2", 0, event.Add, now.Add(time.Second))
 
-	first := startProcess(t, rc.srv.URL)
-	first.q.Enqueue(cm0)
-	first.q.Enqueue(cm1)
+	first := startProcess(t, rc.srv.URL, cm0, cm1)
 	waitFor(t, "two late attempts", 20*time.Second, func() bool { tries, _ := rc.got(); return len(tries) >= 2 })
 	first.kill(t)
 	tries, handled := rc.got()
@@ -202,20 +205,16 @@ func TestGroupReformedReachesDedupingReceiver(t *testing.T) {
 		t.Errorf("handled %v, want %v once", handled, want)
 	}
 
-	second := startProcess(t, rc.srv.URL) // the outbox holds cm0 and cm1
-	second.q.Enqueue(cm0)
-	second.q.Enqueue(cm1)
-	waitFor(t, "the re-formed group", 20*time.Second, func() bool { tries, _ := rc.got(); return len(tries) >= 3 })
+	second := startProcess(t, rc.srv.URL, cm0, cm1) // what the outbox holds
+	before := len(tries)
+	waitFor(t, "the re-formed group", 20*time.Second, func() bool { tries, _ := rc.got(); return len(tries) > before })
 	second.kill(t)
-	if tries, _ = rc.got(); tries[2] != tries[0] {
-		t.Errorf("[cm0 cm1] formed again after a restart has key %q, before %q", tries[2], tries[0])
+	if tries, _ = rc.got(); tries[before] != tries[0] {
+		t.Errorf("[cm0 cm1] formed again after a restart has key %q, before %q", tries[before], tries[0])
 	}
 
 	rc.setSlow(false)
-	third := startProcess(t, rc.srv.URL) // the outbox holds cm0, cm1 and cm2
-	for _, d := range []*event.Delivery{cm0, cm1, cm2} {
-		third.q.Enqueue(d)
-	}
+	third := startProcess(t, rc.srv.URL, cm0, cm1, cm2)
 	waitFor(t, "the group of three delivered", 20*time.Second, func() bool { return third.q.Stats().Delivered == 3 })
 	tries, handled = rc.got()
 	if !slices.Contains(handled, "a/cm2:0") {
