@@ -35,7 +35,7 @@ func groupOf(t testing.TB, n, adds int) *event.Delivery {
 }
 
 // A grouped delivery goes out as the group payload, bytes as they are, with
-// X-Dynwatch-Delivery-Id its first event's key plus ":group".
+// X-Dynwatch-Delivery-Id the group's key, which names its members.
 func TestWebhookGroupJSON(t *testing.T) {
 	t.Parallel()
 	srv, got := formatRecorder(t, nil)
@@ -52,8 +52,8 @@ func TestWebhookGroupJSON(t *testing.T) {
 	if err := json.Unmarshal(req.body, &back); err != nil || back.Count != 3 || len(back.Events) != 3 || back.Group["namespace"] != "ns" {
 		t.Errorf("body %s (%v)", req.body, err)
 	}
-	if id := req.header.Get("X-Dynwatch-Delivery-Id"); id != "uid-cm-00:0:add:r:group" {
-		t.Errorf("X-Dynwatch-Delivery-Id %q", id)
+	if id, want := req.header.Get("X-Dynwatch-Delivery-Id"), wantGroupKey(g.Members...); id != want {
+		t.Errorf("X-Dynwatch-Delivery-Id %q, want %q", id, want)
 	}
 	if ct := req.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type %q", ct)
@@ -91,7 +91,8 @@ func TestWebhookGroupChat(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			srv, got := formatRecorder(t, nil)
 			w := buildAction(t, fmt.Sprintf(`webhook: {url: %q, format: %s}`, srv.URL, format))
-			if err := w.Send(context.Background(), groupOf(t, 12, 10)); err != nil {
+			g := groupOf(t, 12, 10)
+			if err := w.Send(context.Background(), g); err != nil {
 				t.Fatal(err)
 			}
 			text := checkChatSchema(t, format, got()[0].body)
@@ -103,7 +104,7 @@ func TestWebhookGroupChat(t *testing.T) {
 					t.Errorf("message does not say %q:\n%s", s, text)
 				}
 			}
-			if !strings.Contains(string(got()[0].body), "dynwatch · uid-cm-00:0:add:r:group") {
+			if !strings.Contains(string(got()[0].body), "dynwatch · "+wantGroupKey(g.Members...)) {
 				t.Errorf("message does not end with the group's id: %s", got()[0].body)
 			}
 			if strings.Contains(text, "cm-05") {
@@ -163,7 +164,7 @@ func TestWebhookGroupCloudEvents(t *testing.T) {
 				data = req.body
 			}
 			want := map[string]string{
-				"specversion": "1.0", "id": "uid-cm-00:0:add:r:group", "source": testSource,
+				"specversion": "1.0", "id": wantGroupKey(g.Members...), "source": testSource,
 				"type": "io.dynwatch.group", "time": "2026-12-01T10:00:00.000Z", "dynwatchrule": "r",
 			}
 			for k, v := range want {
@@ -195,7 +196,8 @@ func TestKafkaGroupRecord(t *testing.T) {
 	if !bytes.Equal(r.Value, g.JSON) || string(r.Key) != "cm-00" {
 		t.Errorf("record key %q value %s", r.Key, r.Value)
 	}
-	for k, v := range map[string]string{"ce_type": "io.dynwatch.group", "ce_id": "uid-cm-00:0:update:r:group", "dynwatch-delivery-id": "uid-cm-00:0:update:r:group", "ce_subject": ""} {
+	key := wantGroupKey(g.Members...)
+	for k, v := range map[string]string{"ce_type": "io.dynwatch.group", "ce_id": key, "dynwatch-delivery-id": key, "ce_subject": ""} {
 		if got := header(r, k); got != v {
 			t.Errorf("header %s = %q, want %q", k, got, v)
 		}
@@ -215,9 +217,10 @@ func TestKafkaGroupRecord(t *testing.T) {
 	}
 }
 
-// NATS: the message is the group payload, Nats-Msg-Id and ce-id the group's
-// id (so JetStream drops a retried group, not a later event of its first
-// object), the subject from the first event.
+// NATS: the message is the group payload, ce-id the group's key and
+// Nats-Msg-Id that key and the action (so JetStream drops a retried group,
+// not a later event of its first object nor a group formed again with more
+// events), the subject from the first event.
 func TestNATSGroupMessage(t *testing.T) {
 	t.Parallel()
 	ns := startNATS(t)
@@ -237,7 +240,8 @@ func TestNATSGroupMessage(t *testing.T) {
 	if m.Subject != "dw.configmaps.add" || !bytes.Equal(m.Data, g.JSON) {
 		t.Errorf("message %s %s", m.Subject, m.Data)
 	}
-	for k, v := range map[string]string{"Nats-Msg-Id": "uid-cm-00:0:add:r:group", "ce-type": "io.dynwatch.group", "ce-id": "uid-cm-00:0:add:r:group"} {
+	key := wantGroupKey(g.Members...)
+	for k, v := range map[string]string{"Nats-Msg-Id": key + ":sink", "ce-type": "io.dynwatch.group", "ce-id": key, "Dynwatch-Delivery-Id": key} {
 		if got := m.Header.Get(k); got != v {
 			t.Errorf("header %s = %q, want %q", k, got, v)
 		}

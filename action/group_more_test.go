@@ -219,39 +219,6 @@ func TestGroupHoldBackNoDeadlock(t *testing.T) {
 	}
 }
 
-// A grouped delivery's id (CloudEvents id, Kafka dynwatch-delivery-id) is its
-// first event's key plus ":group", whatever else it holds: after a kill -9
-// with [e1 e2] in flight and e3 joined, the re-formed [e1 e2 e3] keeps the
-// id. Delivery is at least once; a receiver that drops duplicates does so by
-// the events' own ids inside the group, which name each event.
-func TestGroupIDNamesItsFirstEvent(t *testing.T) {
-	t.Parallel()
-	now := newFakeClock().Now()
-	e1 := gdelivery("a", "x", 0, event.Add, now)
-	e2 := gdelivery("a", "y", 0, event.Add, now)
-	e3 := gdelivery("a", "z", 0, event.Add, now)
-	labels := map[string]string{"namespace": "a"}
-	before, err := event.NewGroupDelivery(labels, []*event.Delivery{e1, e2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := event.NewGroupDelivery(labels, []*event.Delivery{e1, e2, e3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := DeliveryID(e1) + ":group"
-	if DeliveryID(before) != want || DeliveryID(after) != want {
-		t.Errorf("group ids %q, %q: want the first event's %q", DeliveryID(before), DeliveryID(after), want)
-	}
-	var ids []string
-	for _, m := range after.Members {
-		ids = append(ids, DeliveryID(m))
-	}
-	if want := []string{DeliveryID(e1), DeliveryID(e2), DeliveryID(e3)}; fmt.Sprint(ids) != fmt.Sprint(want) || ids[0] == ids[2] {
-		t.Errorf("member ids %v, want %v, each its own", ids, want)
-	}
-}
-
 // An event accepted before its group's delivery was formed, but joining it
 // after (read back from disk after a restart, or from beyond the window),
 // goes at once with the group's next delivery, not an interval later.

@@ -113,11 +113,17 @@ const testSource = "https://api.test:6443"
 // would; what it holds is closed when the test ends.
 func buildAction(t testing.TB, kindYAML string) Sender {
 	t.Helper()
+	return buildNamedAction(t, "sink", kindYAML, Env{Source: testSource, Logger: quiet})
+}
+
+// buildNamedAction is buildAction for the action name with env.
+func buildNamedAction(t testing.TB, name, kindYAML string, env Env) Sender {
+	t.Helper()
 	f, err := config.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
 actions:
-  - name: sink
+  - name: `+name+`
     `+kindYAML+`
-rules: [{name: r, resources: [{kind: ConfigMap}], actions: [sink]}]
+rules: [{name: r, resources: [{kind: ConfigMap}], actions: [`+name+`]}]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +132,7 @@ rules: [{name: r, resources: [{kind: ConfigMap}], actions: [sink]}]
 	if ferr != nil {
 		t.Fatal(ferr)
 	}
-	s, closer, err := a.Build(Env{Source: testSource})
+	s, closer, err := a.Build(env)
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}

@@ -3,6 +3,7 @@ package action
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"text/template"
 
 	"github.com/dynwatch/dynwatch/config"
@@ -19,6 +20,9 @@ type Env struct {
 	// Secrets are the config's ${VAR} values, masked in what a receiver or
 	// a command says back before it reaches an error. Default: none.
 	Secrets *config.Secrets
+	// Logger is where a sender says what it learns of its receiver (a
+	// JetStream stream's duplicate window). Default: slog.Default().
+	Logger *slog.Logger
 }
 
 // source returns the CloudEvents source of env.
@@ -27,6 +31,14 @@ func (env Env) source() string {
 		return "dynwatch"
 	}
 	return env.Source
+}
+
+// logger returns env's logger.
+func (env Env) logger() *slog.Logger {
+	if env.Logger == nil {
+		return slog.Default()
+	}
+	return env.Logger
 }
 
 // Action is one configured action, compiled once at load: its spec, its retry

@@ -23,17 +23,21 @@ var errNATSDown = errors.New("not connected to a NATS server")
 
 // NATS publishes each payload to a subject. With JetStream (the default) a
 // publish counts only once the stream has acknowledged it, and its
-// Nats-Msg-Id is the delivery key, so the stream drops a retried duplicate.
+// Nats-Msg-Id is the delivery key and the action's name (msgID), so the
+// stream drops a retried duplicate, and only that: a stream that captures
+// several actions' subjects keeps each action's message.
 // Core NATS counts a message delivered once the server has it: at most once
 // on the wire, nothing is kept for a subscriber that is not there.
 type NATS struct {
 	conn    *nats.Conn
 	js      jetstream.JetStream // nil for core NATS
+	action  string
 	subject textOrTemplate
 	ce      bool
 	source  string
 	timeout time.Duration
 	where   string
+	windows *dupWindows // nil for core NATS
 }
 
 func compileNATS(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError) {
@@ -42,9 +46,17 @@ func compileNATS(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error),
 	if err != nil {
 		return nil, &FieldError{Field: "nats.subject", Err: err}
 	}
+	name, maxBackoff := spec.Name, retryOf(spec.RetryPolicy()).MaxBackoff
 	return func(env Env) (Sender, io.Closer, error) {
 		n, err := newNATS(ns, subject, env.source())
-		return n, n, err
+		if err != nil {
+			return nil, nil, err
+		}
+		n.action = name
+		if n.js != nil {
+			n.windows = newDupWindows(n.js, env.logger().With("action", name), maxBackoff)
+		}
+		return n, n, nil
 	}, nil
 }
 
@@ -124,22 +136,31 @@ func (n *NATS) Send(ctx context.Context, d *event.Delivery) error {
 		}
 		return fmt.Errorf("nats %s: %w", n.where, errNATSDown)
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	pubCtx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
 	if n.js == nil {
 		if err := n.conn.PublishMsg(msg); err != nil {
 			return natsFailure(fmt.Errorf("nats publish to %s: %w", msg.Subject, err))
 		}
-		if err := n.conn.FlushWithContext(ctx); err != nil {
+		if err := n.conn.FlushWithContext(pubCtx); err != nil {
 			return fmt.Errorf("nats publish to %s: %w", msg.Subject, err)
 		}
 		return nil
 	}
-	if _, err := n.js.PublishMsg(ctx, msg, jetstream.WithMsgID(DeliveryID(d))); err != nil {
+	ack, err := n.js.PublishMsg(pubCtx, msg, jetstream.WithMsgID(n.msgID(d)))
+	if err != nil {
 		return n.publishFailure(ctx, msg.Subject, err)
 	}
+	n.windows.check(ctx, ack.Stream, n.timeout)
 	return nil
 }
+
+// msgID is d's Nats-Msg-Id: its delivery key and the action,
+// <id>:<rule>:<action> (a group's key then the action). A stream
+// deduplicates on it across every subject it captures, and two actions of
+// one rule may publish one event into one stream: without the action, the
+// second would be acknowledged as a duplicate and stored nowhere.
+func (n *NATS) msgID(d *event.Delivery) string { return DeliveryID(d) + ":" + n.action }
 
 // natsFailure is err as a failed attempt: permanent when the message is
 // larger than the server's max_payload or the stream's max_msg_size (it

@@ -109,7 +109,7 @@ func streamMsgs(t testing.TB, ns *natsServer) []*jetstream.RawStreamMsg {
 }
 
 // A JetStream publish is acknowledged by the stream: the message has the
-// payload, Nats-Msg-Id the delivery key, the ce- headers with format:
+// payload, Nats-Msg-Id the delivery key and the action, the ce- headers with format:
 // cloudevents, and a subject from the template; the same delivery sent again
 // is acknowledged as a duplicate and stored once.
 func TestNATSJetStreamDelivery(t *testing.T) {
@@ -133,7 +133,7 @@ func TestNATSJetStreamDelivery(t *testing.T) {
 	}
 	key := d.Payload.ID + ":r"
 	want := map[string]string{
-		"Nats-Msg-Id": key, "Dynwatch-Delivery-Id": key, "Content-Type": "application/json",
+		"Nats-Msg-Id": key + ":sink", "Dynwatch-Delivery-Id": key, "Content-Type": "application/json",
 		"ce-specversion": "1.0", "ce-id": key, "ce-source": testSource, "ce-type": "io.dynwatch.update",
 		"ce-subject": "/api/v1/namespaces/ns/configmaps/a", "ce-time": d.Payload.Time, "ce-dynwatchrule": "r",
 	}

@@ -21,8 +21,9 @@ type GroupPayload struct {
 // Its JSON is {"group": labels, "count": N, "events": [...]}, each event the
 // member's own JSON as it is (not encoded again, so a receiver sees the
 // bytes an ungrouped delivery would have); its Payload and Key are the first
-// member's, so that what a sink says about "the event" (a CloudEvents id, a
-// log line's rule) names the group's first one.
+// member's, so that what a sink says about "the event" (a log line's rule, a
+// routing template) names the group's first one. The group's delivery key
+// is not its first member's: it names every member (action.DeliveryID).
 func NewGroupDelivery(labels map[string]string, members []*Delivery) (*Delivery, error) {
 	if len(members) == 0 {
 		return nil, errors.New("group delivery: no members")

@@ -75,7 +75,7 @@ func (s *actionSet) buildQueues(file *plan.File) (map[string]*queueRun, error) {
 // values, in what receivers say back) and queue; with state, a delivery is
 // removed from disk once it is finished with.
 func (s *actionSet) newQueue(a *action.Action, secrets *config.Secrets) (*queueRun, error) {
-	sender, closer, err := a.Build(action.Env{Stdout: s.stdout, Source: s.source, Secrets: secrets})
+	sender, closer, err := a.Build(action.Env{Stdout: s.stdout, Source: s.source, Secrets: secrets, Logger: s.log})
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -156,8 +157,13 @@ func TestGroupTwoHundredConfigMaps(t *testing.T) {
 		if len(g.body.Group) != 1 || (ns != a && ns != b) || g.body.Count != 100 {
 			t.Errorf("delivery of group %v, count %d; want one namespace's 100", g.body.Group, g.body.Count)
 		}
-		if !strings.HasSuffix(g.id, ":configs:group") {
-			t.Errorf("X-Dynwatch-Delivery-Id %q", g.id)
+		if len(g.body.Events) > 0 {
+			// The group's key names its members: the first one's key, how
+			// many, and a digest of every one's.
+			first := g.body.Events[0].ID + ":configs"
+			if !regexp.MustCompile(`^` + regexp.QuoteMeta(first) + `:group:100:[0-9a-f]{12}$`).MatchString(g.id) {
+				t.Errorf("X-Dynwatch-Delivery-Id %q, want %s:group:100:<digest>", g.id, first)
+			}
 		}
 		for _, e := range g.body.Events {
 			if e.Namespace != ns || e.Type != event.Add {
