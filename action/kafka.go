@@ -42,7 +42,7 @@ type Kafka struct {
 	recordCtx context.Context
 	stop      context.CancelFunc
 	mu        sync.Mutex
-	pending   map[string]*pending // by delivery key
+	pending   map[string]*pending // by delivery key (DeliveryID: a group's names its members)
 	// inflight is every record the client has not settled (acknowledged or
 	// failed), by partition key: what a successor's records of the same
 	// object wait for (kafka_handoff.go).
@@ -272,7 +272,7 @@ type pending struct {
 // record to wait for, while a predecessor's client has a record of the same
 // topic and key in flight: the broker would take the two in either order.
 func (k *Kafka) produce(d *event.Delivery) (p, earlier *pending, err error) {
-	id := DeliveryKey(d.Payload)
+	id := DeliveryID(d) // a group's names its members: one formed again with others is another record
 	k.mu.Lock()
 	if kept, ok := k.pending[id]; ok {
 		k.mu.Unlock()
@@ -319,7 +319,7 @@ func (k *Kafka) forget(p *pending) {
 // produce it, ahead of the object's later records on its partition).
 func (k *Kafka) Finished(d *event.Delivery) {
 	k.mu.Lock()
-	delete(k.pending, DeliveryKey(d.Payload))
+	delete(k.pending, DeliveryID(d))
 	k.mu.Unlock()
 }
 
