@@ -43,7 +43,7 @@ type Kafka struct {
 	recordCtx context.Context
 	stop      context.CancelFunc
 	mu        sync.Mutex
-	pending   map[string]*pending // by recordID
+	pending   map[string]*pending // by DeliveryID
 	// inflight is every record the client has not settled (acknowledged or
 	// failed), by partition key: what a successor's records of the same
 	// object wait for (kafka_handoff.go).
@@ -274,7 +274,7 @@ type pending struct {
 // record to wait for, while a predecessor's client has a record of the same
 // topic and key in flight: the broker would take the two in either order.
 func (k *Kafka) produce(d *event.Delivery) (p, earlier *pending, err error) {
-	id := recordID(d)
+	id := DeliveryID(d) // a group's names its members: a group formed again with others is another record
 	k.mu.Lock()
 	if kept, ok := k.pending[id]; ok {
 		k.mu.Unlock()
@@ -321,26 +321,8 @@ func (k *Kafka) forget(p *pending) {
 // produce it, ahead of the object's later records on its partition).
 func (k *Kafka) Finished(d *event.Delivery) {
 	k.mu.Lock()
-	delete(k.pending, recordID(d))
+	delete(k.pending, DeliveryID(d))
 	k.mu.Unlock()
-}
-
-// recordID names what d's record holds, for finding the pending record a
-// retry of d takes over: its delivery key, or a grouped delivery's members'
-// keys in order. A group formed again with other members (an action re-added
-// by a reload reads its backlog from disk again, and inherits the old
-// client's records) is another record even when its first member is the same.
-func recordID(d *event.Delivery) string {
-	if d.Group == nil {
-		return DeliveryKey(d.Payload)
-	}
-	var b strings.Builder
-	b.WriteString("group")
-	for _, m := range d.Members {
-		b.WriteByte('\n')
-		b.WriteString(DeliveryKey(m.Payload))
-	}
-	return b.String()
 }
 
 // record builds d's record: its topic, key, headers and value.
