@@ -31,6 +31,7 @@ import (
 // is down and probes), never the start itself.
 type Kafka struct {
 	client  *kgo.Client
+	brokers []string // the seed brokers: a successor of other brokers inherits nothing
 	topic   textOrTemplate
 	key     *template.Template // nil: the object's identity
 	ce      bool               // format: cloudevents, binary mode
@@ -149,6 +150,7 @@ func newKafka(spec *config.KafkaSpec, topic textOrTemplate, key *template.Templa
 		inflight:  map[string][]*pending{},
 		handover:  handover{release: make(chan struct{})},
 		client:    client,
+		brokers:   spec.Brokers,
 		topic:     topic,
 		key:       key,
 		ce:        spec.Format == config.FormatCloudEvents,

@@ -1,6 +1,8 @@
 package action
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -43,12 +45,12 @@ func partitionKey(rec *kgo.Record) string {
 }
 
 // Inherit takes over prev's records not yet settled, when prev is a kafka
-// producer: their deliveries' retries wait for them, and so does every
+// producer of the same cluster (sameCluster): their deliveries' retries wait for them, and so does every
 // record of the same topic and key; prev's client stays open until they are
 // settled or this producer (or its own successor) closes.
 func (k *Kafka) Inherit(prev Sender) {
 	p, ok := prev.(*Kafka)
-	if !ok || p == k {
+	if !ok || p == k || !sameCluster(p.brokers, k.brokers) {
 		return
 	}
 	p.mu.Lock()
@@ -73,6 +75,20 @@ func (k *Kafka) Inherit(prev Sender) {
 	}
 	k.earlier = append(k.earlier, earlier...)
 	k.mu.Unlock()
+}
+
+// sameCluster reports whether two producers' seed brokers name one cluster:
+// they share a broker. Records of two clusters never meet on a partition,
+// and a successor of other brokers (a fail-over) must not wait for a cluster
+// that may never answer again: the old client is closed as the reload's
+// queue stops, and the new one produces the backlog from its start.
+func sameCluster(a, b []string) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
 }
 
 // earlierRecordLocked returns a record with partition key part that a

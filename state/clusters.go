@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -98,7 +99,7 @@ func adoptQueued(queues *bolt.Bucket, adopt string) (int, error) {
 			if err := json.Unmarshal(v, &p); err != nil {
 				return fmt.Errorf("pending delivery %d of %s: %w", binary.BigEndian.Uint64(k), name, err)
 			}
-			if clusterOf(p.Key) != "" {
+			if queuedCluster(p.Key) != "" {
 				return nil // a named cluster's already
 			}
 			moved = append(moved, kv{bytes.Clone(k), pendingJSON(adopt+":"+p.Key, p.JSON)})
@@ -116,6 +117,17 @@ func adoptQueued(queues *bolt.Bucket, adopt string) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// queuedCluster is the cluster of a queued delivery's ordering key
+// (event.Event.ObjectKey): "" for the one cluster's, group/resource/
+// namespace/name, whose name may hold colons (RBAC's system:… names), and
+// NAME for NAME:group/…, a cluster's name being a DNS label, without "/".
+func queuedCluster(key string) string {
+	if c, _, ok := strings.Cut(key, ":"); ok && !strings.Contains(c, "/") {
+		return c
+	}
+	return ""
 }
 
 // keepBaselines is KeepClusters for the baselines.

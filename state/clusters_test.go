@@ -163,3 +163,49 @@ func TestKeepClustersAdoptsTheQueuedKeys(t *testing.T) {
 		t.Errorf("queue = %+v; want the one cluster's key kept", ps)
 	}
 }
+
+// An RBAC object's name may hold colons (system:aggregate-to-edit,
+// kubeadm:node-proxier): its ordering key without clusters,
+// "rbac.authorization.k8s.io/clusterroles//system:aggregate-to-edit", is
+// the one cluster's all the same, and its queued deliveries take the
+// adopting cluster's key as any other, or the backlog and the object's new
+// events (east:rbac.authorization.k8s.io/…) are sent side by side.
+func TestKeepClustersAdoptsQueuedKeysWithColons(t *testing.T) {
+	t.Parallel()
+	s := clusterFile(t, "")
+	keys := []string{
+		"rbac.authorization.k8s.io/clusterroles//system:aggregate-to-edit",
+		"rbac.authorization.k8s.io/rolebindings/kube-system/kubeadm:nodes-kubeadm-config",
+		"/configmaps/a/x",
+	}
+	err := s.Update(func(tx *Tx) error {
+		for _, k := range keys {
+			if _, err := tx.Enqueue("out", k, []byte(`{}`)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := s.KeepClusters([]string{"east"}, "east")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := s.PendingAfter("out", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.Key)
+	}
+	var want []string
+	for _, k := range keys {
+		want = append(want, "east:"+k)
+	}
+	if !slices.Equal(got, want) || kept.AdoptedQueued != len(keys) {
+		t.Errorf("queued keys after adoption (%d adopted):\n%q\nwant\n%q", kept.AdoptedQueued, got, want)
+	}
+}
