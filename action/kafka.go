@@ -243,7 +243,7 @@ func (k *Kafka) failure(p *pending) *Failure {
 	case errors.Is(p.err, kerr.MessageTooLarge):
 		return &Failure{Err: err, Permanent: true}
 	case k.topic.tmpl != nil && topicRefused(p.err):
-		return &Failure{Err: err, OneEvent: true}
+		return &Failure{Err: err, OneEvent: true, Refused: true}
 	}
 	return &Failure{Err: err}
 }

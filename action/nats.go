@@ -185,7 +185,7 @@ func (n *NATS) publishFailure(ctx context.Context, subject string, err error) *F
 	}
 	if _, lerr := n.js.StreamNameBySubject(ctx, subject); errors.Is(lerr, jetstream.ErrStreamNotFound) {
 		f.Err = fmt.Errorf("jetstream publish to %s: no stream captures the subject: %w", subject, err)
-		f.OneEvent = true
+		f.OneEvent, f.Refused = true, true
 	}
 	return f
 }

@@ -70,8 +70,8 @@ func checkRefusedAlone(t *testing.T, s Sender, bad *event.Delivery, where string
 			exhausted = line
 		}
 	}
-	if !strings.Contains(exhausted, where) || !strings.Contains(exhausted, bad.Payload.ID) || !strings.Contains(exhausted, "attempts=3") {
-		t.Errorf("want an ERROR naming %s and %s after 3 attempts; got %q", where, bad.Payload.ID, exhausted)
+	if !strings.Contains(exhausted, where) || !strings.Contains(exhausted, bad.Payload.ID) || !strings.Contains(exhausted, "counted=3") {
+		t.Errorf("want an ERROR naming %s and %s after 3 counted failures; got %q", where, bad.Payload.ID, exhausted)
 	}
 	if st.Delivered != good {
 		t.Errorf("%d delivered, want %d", st.Delivered, good)

@@ -18,6 +18,10 @@ type item struct {
 	// accepted is the queue's accepted count when this event's last attempt
 	// ended: a later failure counts only if deliveries were accepted since.
 	accepted uint64
+	// refusedAt is the queue's accepted count at this event's first refused
+	// route (plus one, so that zero is none): its refusals count once any
+	// delivery got through since (countsAgainstMax).
+	refusedAt uint64
 	// u is its order across keys and, for a grouped delivery, its members
 	// (then d is made at its first attempt); nil in a queue without a
 	// grouper.
@@ -96,7 +100,8 @@ func (q *Queue) settle(key string, it *item, probe bool, err error) {
 	var f *Failure
 	errors.As(err, &f)
 	receiverDown := err != nil && (f == nil || !f.Permanent && !f.OneEvent)
-	counted := q.countsAgainstMax(it, err == nil, receiverDown)
+	refused := f != nil && f.Refused
+	counted := q.countsAgainstMax(it, err == nil, receiverDown, refused)
 	switch {
 	case err == nil:
 		q.delivered.Add(uint64(it.count()))
@@ -108,6 +113,12 @@ func (q *Queue) settle(key string, it *item, probe bool, err error) {
 	case f != nil && f.Permanent:
 		q.up() // the receiver answered
 		q.giveUp(key, it, "permanent failure, not retried", err)
+	case !counted && refused:
+		// Its route refused while nothing got through since: the receiver
+		// answers (the action is not down) and the event waits on its own
+		// schedule, as long as every route is refused, counting nothing.
+		q.up()
+		q.retryAlone(key, it, f, err)
 	case !counted:
 		q.failing(probe, f, err)
 		q.requeue(key)
@@ -129,16 +140,25 @@ func (q *Queue) settle(key string, it *item, probe bool, err error) {
 // event alone always; a failure that says the receiver is down only if the
 // action delivered another event since this one's previous attempt ended
 // (never at its first: a failure then is the receiver's until shown
-// otherwise).
-func (q *Queue) countsAgainstMax(it *item, ok, receiverDown bool) bool {
+// otherwise); a refused route once the action delivered another event
+// since this event's first refusal (the receiver takes others: the route is
+// this event's; while it takes none, every route may be refused, and the
+// backlog waits as through an outage).
+func (q *Queue) countsAgainstMax(it *item, ok, receiverDown, refused bool) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	othersSince := it.tries > 1 && q.accepted > it.accepted
+	if refused && it.refusedAt == 0 {
+		it.refusedAt = q.accepted + 1
+	}
 	if ok {
 		q.accepted++
 	}
 	it.accepted = q.accepted
-	if receiverDown && !othersSince {
+	switch {
+	case receiverDown && !othersSince:
+		return false
+	case refused && q.accepted+1 <= it.refusedAt:
 		return false
 	}
 	it.counted++

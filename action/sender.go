@@ -45,6 +45,14 @@ type Failure struct {
 	// deliveries got through since the event's previous attempt, which makes
 	// it this event's failure as if it were OneEvent.
 	OneEvent bool
+	// Refused marks, with OneEvent, a receiver that answers but refuses the
+	// route this event's template rendered (a topic it does not have or
+	// lets no one write to, a subject no stream captures). The event backs
+	// off alone, as OneEvent's do, but its failures count against its
+	// Retry.Max only while other deliveries get through: when every route
+	// is refused (topics not created yet, a stream being made again), the
+	// backlog waits as it does through an outage, and nothing is given up.
+	Refused bool
 }
 
 func (f *Failure) Error() string { return f.Err.Error() }

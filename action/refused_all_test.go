@@ -1,9 +1,3 @@
-//go:build opendefects
-
-// Tests of defects still open: they fail today, so they build only with
-// -tags opendefects
-// (go test -tags opendefects -run TestRefusedEveryRouteKeepsBacklog ./action/).
-
 package action
 
 import (
@@ -22,9 +16,8 @@ import (
 // (a Kafka cluster rebuilt before its topics are, the ACLs of the user
 // dropped, a JetStream stream deleted and made again by its operator),
 // every event's route is refused: that is the receiver down, and an outage
-// of any length gives nothing up. Today each event's refusals count against
-// its retry.max, so every event of the backlog is given up, all at once,
-// after retry.max refusals; with a plain topic the same outage keeps them.
+// of any length gives nothing up: a refusal counts against retry.max only
+// once another delivery got through since the event's first refusal.
 func TestRefusedEveryRouteKeepsBacklog(t *testing.T) {
 	t.Parallel()
 	t.Run("kafka", func(t *testing.T) {
