@@ -22,8 +22,10 @@ import (
 // the old client on) and its new client produces a's backlog read again
 // from disk, a:0 then a:1; the old request lands after them: the partition
 // holds [0 1 0]. A closed client's record on the wire is not settled: the
-// new client must not produce a's records before it is (or the README must
-// say what a receiver sees, as for a new leader).
+// new client must not produce a's records before it is. Open: the README's
+// Kafka section says what a receiver sees then, as for a new leader (a
+// fix keeps a removed action's client until its records settle, for a
+// re-add to inherit).
 func TestKafkaReAddedAfterOldQueueStoppedKeepsOrder(t *testing.T) {
 	t.Parallel()
 	c := newKfake(t, 0)
