@@ -96,7 +96,7 @@ func (q *Queue) settle(key string, it *item, probe bool, err error) {
 	var f *Failure
 	errors.As(err, &f)
 	receiverDown := err != nil && (f == nil || !f.Permanent && !f.OneEvent)
-	counted := q.countsAgainstMax(it, err == nil, receiverDown)
+	counted := q.countsAgainstMax(it, err == nil, receiverDown, f != nil && f.Throttled)
 	switch {
 	case err == nil:
 		q.delivered.Add(uint64(it.count()))
@@ -129,8 +129,10 @@ func (q *Queue) settle(key string, it *item, probe bool, err error) {
 // event alone always; a failure that says the receiver is down only if the
 // action delivered another event since this one's previous attempt ended
 // (never at its first: a failure then is the receiver's until shown
-// otherwise).
-func (q *Queue) countsAgainstMax(it *item, ok, receiverDown bool) bool {
+// otherwise), and never when the receiver throttles: a 429 is about the
+// rate, not the event, and a receiver that takes one request in ten must
+// not have the other nine given up.
+func (q *Queue) countsAgainstMax(it *item, ok, receiverDown, throttled bool) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	othersSince := it.tries > 1 && q.accepted > it.accepted
@@ -138,7 +140,7 @@ func (q *Queue) countsAgainstMax(it *item, ok, receiverDown bool) bool {
 		q.accepted++
 	}
 	it.accepted = q.accepted
-	if receiverDown && !othersSince {
+	if receiverDown && (!othersSince || throttled) {
 		return false
 	}
 	it.counted++

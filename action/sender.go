@@ -45,6 +45,11 @@ type Failure struct {
 	// deliveries got through since the event's previous attempt, which makes
 	// it this event's failure as if it were OneEvent.
 	OneEvent bool
+	// Throttled marks a receiver that asks the client to slow down (HTTP
+	// 429): it says nothing of the event, so it never counts against the
+	// event's Retry.Max, even while other deliveries get through; the action
+	// backs off (down, one probe at a time, after its Retry-After).
+	Throttled bool
 }
 
 func (f *Failure) Error() string { return f.Err.Error() }

@@ -136,6 +136,7 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 	switch {
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
 		f.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		f.Throttled = resp.StatusCode == http.StatusTooManyRequests
 	default:
 		f.Permanent = true
 	}
