@@ -55,13 +55,17 @@ func (x *Exec) Send(ctx context.Context, d *event.Delivery) error {
 	}
 	cmd.WaitDelay = time.Second
 	p := d.Payload
+	eventID := p.ID
+	if d.Group != nil {
+		eventID = "" // several events (their ids on stdin): see Webhook.Send
+	}
 	cmd.Env = append(slices.Clip(x.env),
 		"DYNWATCH_TYPE="+string(p.Type),
 		"DYNWATCH_RULE="+p.Rule,
 		"DYNWATCH_NAMESPACE="+p.Namespace,
 		"DYNWATCH_NAME="+p.Name,
 		"DYNWATCH_KIND="+p.Resource.Kind,
-		"DYNWATCH_EVENT_ID="+p.ID,
+		"DYNWATCH_EVENT_ID="+eventID,
 	)
 	// One JSON line, so that `cat >> file` keeps payloads apart.
 	cmd.Stdin = io.MultiReader(bytes.NewReader(d.JSON), strings.NewReader("\n"))

@@ -151,7 +151,7 @@ func (n *NATS) Send(ctx context.Context, d *event.Delivery) error {
 	if err != nil {
 		return n.publishFailure(ctx, msg.Subject, err)
 	}
-	n.windows.check(ctx, ack.Stream, n.timeout)
+	n.windows.check(ack.Stream, n.timeout)
 	return nil
 }
 
@@ -217,5 +217,6 @@ func (n *NATS) message(d *event.Delivery) (*nats.Msg, error) {
 // Close closes the connection to the server.
 func (n *NATS) Close() error {
 	n.conn.Close()
+	n.windows.wait() // a look at a stream's window ends with the connection
 	return nil
 }

@@ -29,6 +29,10 @@ type dupWindows struct {
 
 	mu   sync.Mutex
 	seen map[string]bool // streams looked at (or being looked at)
+	// looking are the looks under way: each runs beside the deliveries,
+	// never in one's path (a user refused the stream's info gets no answer
+	// at all, and would hold that delivery for its whole timeout).
+	looking sync.WaitGroup
 }
 
 func newDupWindows(js jetstream.JetStream, log *slog.Logger, maxBackoff time.Duration) *dupWindows {
@@ -37,10 +41,12 @@ func newDupWindows(js jetstream.JetStream, log *slog.Logger, maxBackoff time.Dur
 
 // check looks at stream's duplicate window the first time a publish to it
 // is acknowledged (the subject may be a template: the stream is known only
-// then), within timeout. A stream that cannot be read (no permission for
-// its info) is left alone: the publish has succeeded, and the README says
-// what the window means. Nil-safe: core NATS has no stream.
-func (w *dupWindows) check(ctx context.Context, stream string, timeout time.Duration) {
+// then), within timeout, in a goroutine of its own: the publish has
+// succeeded, and its Send returns now. A stream that cannot be read (no
+// permission for its info: the server drops the request and nothing
+// answers) is left alone, and the README says what the window means.
+// Nil-safe: core NATS has no stream.
+func (w *dupWindows) check(stream string, timeout time.Duration) {
 	if w == nil || stream == "" {
 		return
 	}
@@ -51,7 +57,13 @@ func (w *dupWindows) check(ctx context.Context, stream string, timeout time.Dura
 	if seen {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	w.looking.Go(func() { w.look(stream, timeout) })
+}
+
+// look reads stream's duplicate window and warns when it is shorter than
+// retry.maxBackoff. Closing the connection ends it at once.
+func (w *dupWindows) look(stream string, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	s, err := w.js.Stream(ctx, stream)
 	if err != nil {
@@ -62,5 +74,13 @@ func (w *dupWindows) check(ctx context.Context, stream string, timeout time.Dura
 	if window > 0 && window < w.maxBackoff {
 		w.log.Warn("the stream's duplicate window is shorter than retry.maxBackoff: a message stored whose acknowledgement was lost, retried after the window, is stored twice; consumers should drop duplicates by Nats-Msg-Id",
 			"stream", stream, "duplicateWindow", window, "maxBackoff", w.maxBackoff)
+	}
+}
+
+// wait returns once every look under way has ended (after the connection
+// closes, at once). Nil-safe.
+func (w *dupWindows) wait() {
+	if w != nil {
+		w.looking.Wait()
 	}
 }

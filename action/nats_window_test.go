@@ -42,6 +42,7 @@ func TestJetStreamDuplicateWindowWarn(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			s.(*NATS).windows.wait() // the look runs beside the deliveries
 			warns := strings.Count(logs.String(), "level=WARN")
 			switch {
 			case c.warn && warns != 1:

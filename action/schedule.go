@@ -101,7 +101,7 @@ func (q *Queue) settle(key string, it *item, probe bool, err error) {
 	errors.As(err, &f)
 	receiverDown := err != nil && (f == nil || !f.Permanent && !f.OneEvent)
 	refused := f != nil && f.Refused
-	counted := q.countsAgainstMax(it, err == nil, receiverDown, refused)
+	counted := q.countsAgainstMax(it, err == nil, receiverDown, refused, f != nil && f.Throttled)
 	switch {
 	case err == nil:
 		q.delivered.Add(uint64(it.count()))
@@ -140,11 +140,13 @@ func (q *Queue) settle(key string, it *item, probe bool, err error) {
 // event alone always; a failure that says the receiver is down only if the
 // action delivered another event since this one's previous attempt ended
 // (never at its first: a failure then is the receiver's until shown
-// otherwise); a refused route once the action delivered another event
-// since this event's first refusal (the receiver takes others: the route is
-// this event's; while it takes none, every route may be refused, and the
-// backlog waits as through an outage).
-func (q *Queue) countsAgainstMax(it *item, ok, receiverDown, refused bool) bool {
+// otherwise), and never when the receiver throttles: a 429 is about the
+// rate, not the event, and a receiver that takes one request in ten must
+// not have the other nine given up; a refused route once the action
+// delivered another event since this event's first refusal (the receiver
+// takes others: the route is this event's; while it takes none, every route
+// may be refused, and the backlog waits as through an outage).
+func (q *Queue) countsAgainstMax(it *item, ok, receiverDown, refused, throttled bool) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	othersSince := it.tries > 1 && q.accepted > it.accepted
@@ -156,7 +158,7 @@ func (q *Queue) countsAgainstMax(it *item, ok, receiverDown, refused bool) bool 
 	}
 	it.accepted = q.accepted
 	switch {
-	case receiverDown && !othersSince:
+	case receiverDown && (!othersSince || throttled):
 		return false
 	case refused && q.accepted+1 <= it.refusedAt:
 		return false

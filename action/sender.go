@@ -53,6 +53,11 @@ type Failure struct {
 	// is refused (topics not created yet, a stream being made again), the
 	// backlog waits as it does through an outage, and nothing is given up.
 	Refused bool
+	// Throttled marks a receiver that asks the client to slow down (HTTP
+	// 429): it says nothing of the event, so it never counts against the
+	// event's Retry.Max, even while other deliveries get through; the action
+	// backs off (down, one probe at a time, after its Retry-After).
+	Throttled bool
 }
 
 func (f *Failure) Error() string { return f.Err.Error() }

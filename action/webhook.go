@@ -108,7 +108,11 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("User-Agent", "dynwatch")
-	req.Header.Set("X-Dynwatch-Event-Id", d.Payload.ID)
+	if d.Group == nil {
+		// A group is several events (their ids in the body): its first
+		// one's id would name a group formed again with others too.
+		req.Header.Set("X-Dynwatch-Event-Id", d.Payload.ID)
+	}
 	req.Header.Set("X-Dynwatch-Delivery-Id", DeliveryID(d))
 	for k, v := range formatHeader {
 		req.Header.Set(k, v)
@@ -136,6 +140,7 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 	switch {
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
 		f.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		f.Throttled = resp.StatusCode == http.StatusTooManyRequests
 	default:
 		f.Permanent = true
 	}
