@@ -248,8 +248,16 @@ const tick = 10 * time.Millisecond
 // moveClock moves fc by at most up to (never back): to q's next wake-up once
 // q has settled, else not at all, and waits a moment of real time.
 func moveClock(fc *clocktesting.FakeClock, q *Queue, upTo time.Time) {
+	moveClockUnless(fc, q, upTo, nil)
+}
+
+// moveClockUnless is moveClock that leaves the clock where it is when done
+// holds once q has settled: what a waiter waits for may have happened between
+// its look and q settling (a delivery is recorded before its attempt ends),
+// and moving on then would carry the clock past the moment it waited for.
+func moveClockUnless(fc *clocktesting.FakeClock, q *Queue, upTo time.Time, done func() bool) {
 	now := fc.Now()
-	if q.settled() && now.Before(upTo) {
+	if q.settled() && now.Before(upTo) && (done == nil || !done()) {
 		to := now.Add(tick)
 		q.mu.Lock()
 		if next, ok := q.nextWake(now); ok {
@@ -283,7 +291,7 @@ func waitOnClock(t *testing.T, fc *clocktesting.FakeClock, q *Queue, what string
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not within a minute of real time, at %s on the fake clock", what, limit-end.Sub(fc.Now()))
 		}
-		moveClock(fc, q, end)
+		moveClockUnless(fc, q, end, cond)
 	}
 }
 
