@@ -138,7 +138,7 @@ const burstStreak = 8
 // 15ms (TestBurstHoldLetsGoAfterABurst); one of 100 a second with exponential
 // gaps, whose average dips under 1/160 s now and then, at about a fifth of
 // those 600ms' changes, one in twenty for more than 15ms, up to BurstHold
-// (TestReview2BurstHoldLetsAPoissonFlowGoAfterABurst); none after them.
+// (TestBurstHoldLetsAPoissonFlowGoAfterABurst); none after them.
 const (
 	sustainedN    = 96
 	sustainedRate = 160 // changes a second

@@ -39,7 +39,7 @@ type crashReviewCopy struct {
 // are each object's last version among those k (every record's version has
 // its delivery, and no delivery is of a version its record has not
 // reached), and that holds at least every change that had landed.
-func TestReviewBurstHoldCrashKeepsChangesWholeAndInOrder(t *testing.T) {
+func TestBurstHoldCrashKeepsChangesWholeAndInOrder(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.db")
 	s, c, ran := committerWith(t, path, &bytes.Buffer{}, CommitterOptions{Gather: 10 * time.Millisecond, BurstHold: 80 * time.Millisecond})

@@ -21,7 +21,7 @@ import (
 // What is promised now (the doc says so), and pinned here: no change is held
 // once the burst is 600ms past, none longer than BurstHold, and within those
 // 600ms about a fifth of the changes are (a quarter at most here).
-func TestReview2BurstHoldLetsAPoissonFlowGoAfterABurst(t *testing.T) {
+func TestBurstHoldLetsAPoissonFlowGoAfterABurst(t *testing.T) {
 	t.Parallel()
 	const runs, hold = 20, 80 * time.Millisecond
 	window := sustainedN * time.Second / sustainedRate
@@ -70,7 +70,7 @@ func TestReview2BurstHoldLetsAPoissonFlowGoAfterABurst(t *testing.T) {
 // in which the burst is among the last sustainedN, no change waits much more
 // than the baseline's worst (Gather, a commit or two); within them, none more
 // than BurstHold and a commit or two.
-func TestReview2BurstHoldSlowFlowAfterBurstLandsPromptly(t *testing.T) {
+func TestBurstHoldSlowFlowAfterBurstLandsPromptly(t *testing.T) {
 	const hold = 80 * time.Millisecond
 	window := sustainedN * time.Second / sustainedRate
 	s, c, ran := committerWith(t, filepath.Join(t.TempDir(), "state.db"), &bytes.Buffer{}, CommitterOptions{Gather: 10 * time.Millisecond, BurstHold: hold})

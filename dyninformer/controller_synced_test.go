@@ -108,20 +108,20 @@ func handlerAsksSynced(t *testing.T, stages func() []stage, want int64, slow tim
 	}
 }
 
-// TestReviewHandlerMayAskHasSyncedWithoutAtomicFIFO: without AtomicFIFO
+// TestHandlerMayAskHasSyncedWithoutAtomicFIFO: without AtomicFIFO
 // (KUBE_FEATURE_AtomicFIFO=false, which newController supports) the RealFIFO
 // never unlocks while processing, so a handler that asks HasSynced (the
 // manager's KeySynced, HasSynced, Statuses all do) deadlocks on its first
 // call. The shared informer's registration never took that lock.
-func TestReviewHandlerMayAskHasSyncedWithoutAtomicFIFO(t *testing.T) {
+func TestHandlerMayAskHasSyncedWithoutAtomicFIFO(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, features.AtomicFIFO, false)
 	handlerAsksSynced(t, func() []stage { return script(t) }, 14, 0)
 }
 
-// TestReviewHandlerMayAskHasSyncedWithADeepQueue: with the default gates,
+// TestHandlerMayAskHasSyncedWithADeepQueue: with the default gates,
 // once 2000 deltas are queued behind a slow handler call the RealFIFO
 // processes with its lock held, and the same handler deadlocks.
-func TestReviewHandlerMayAskHasSyncedWithADeepQueue(t *testing.T) {
+func TestHandlerMayAskHasSyncedWithADeepQueue(t *testing.T) {
 	if !features.FeatureGates().Enabled(features.AtomicFIFO) || !features.FeatureGates().Enabled(features.UnlockWhileProcessingFIFO) {
 		t.Skip("for the default gates")
 	}
@@ -129,14 +129,14 @@ func TestReviewHandlerMayAskHasSyncedWithADeepQueue(t *testing.T) {
 	handlerAsksSynced(t, func() []stage { return deepQueue(t, n) }, 2+n, 1500*time.Millisecond)
 }
 
-// TestReviewSyncedAnswersWhileAHandlerCallRuns: /readyz (Statuses), the
+// TestSyncedAnswersWhileAHandlerCallRuns: /readyz (Statuses), the
 // durable listings (KeySynced) and WaitForSync (HasSynced) ask whether an
 // informer has synced from their own goroutines. Before ca9bc5d the answer
 // never waited for the handler; now, whenever the FIFO processes locked
 // (AtomicFIFO off, or 2000 deltas queued), it waits for the handler call in
 // flight, and Statuses and HasSynced wait holding the manager's mu, so Set,
 // Replay and Watches wait too.
-func TestReviewSyncedAnswersWhileAHandlerCallRuns(t *testing.T) {
+func TestSyncedAnswersWhileAHandlerCallRuns(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, features.AtomicFIFO, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -173,10 +173,10 @@ func TestReviewSyncedAnswersWhileAHandlerCallRuns(t *testing.T) {
 	}
 }
 
-// TestReviewNotSyncedWhileTheInitialListIsHandedOver: HasSynced is false while
+// TestNotSyncedWhileTheInitialListIsHandedOver: HasSynced is false while
 // the handler is being handed the initial list, and true once it has been
 // handed all of it (a regression test: it holds).
-func TestReviewNotSyncedWhileTheInitialListIsHandedOver(t *testing.T) {
+func TestNotSyncedWhileTheInitialListIsHandedOver(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -213,12 +213,12 @@ func TestReviewNotSyncedWhileTheInitialListIsHandedOver(t *testing.T) {
 	}
 }
 
-// TestReviewScriptWithoutAtomicFIFO: the script of
+// TestScriptWithoutAtomicFIFO: the script of
 // TestControllerTellsWhatTheSharedInformerTold, through a FIFO without
 // AtomicFIFO (Replaced deltas and DeletedFinalStateUnknown from the FIFO's own
 // reconcile, KnownObjects the store): the same calls as the shared informer's
 // (a regression test: it holds).
-func TestReviewScriptWithoutAtomicFIFO(t *testing.T) {
+func TestScriptWithoutAtomicFIFO(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, features.AtomicFIFO, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

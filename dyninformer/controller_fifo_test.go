@@ -16,9 +16,9 @@ import (
 // apply), so that what each pop hands over, and when the synced channel
 // closes, is seen exactly, not raced for.
 
-// review2FIFO is the FIFO newController makes, for either AtomicFIFO setting.
-func review2FIFO(atomicFIFO bool, store cache.Store) *cache.RealFIFO {
-	opts := cache.RealFIFOOptions{Name: "review2", KeyFunction: cache.MetaNamespaceKeyFunc}
+// controllerFIFO is the FIFO newController makes, for either AtomicFIFO setting.
+func controllerFIFO(atomicFIFO bool, store cache.Store) *cache.RealFIFO {
+	opts := cache.RealFIFOOptions{Name: "controller-test", KeyFunction: cache.MetaNamespaceKeyFunc}
 	if atomicFIFO {
 		opts.AtomicEvents, opts.EmitDeltaTypeBookmark, opts.UnlockWhileProcessing = true, true, true
 	} else {
@@ -64,14 +64,14 @@ func popOnce(t *testing.T, f *cache.RealFIFO, p *applier, during func(initial bo
 	return got, err
 }
 
-// TestReview2SyncedClosesRightAfterTheLastInitialObject: with PopBatch, with
+// TestSyncedClosesRightAfterTheLastInitialObject: with PopBatch, with
 // and without AtomicFIFO (one ReplacedAll, or 2500 Replaced deltas popped in
 // batches of up to 1000), watch events queued behind the list: no pop mixes
 // initial and later deltas, the synced channel is open during every pop of the
 // initial list (so a handler is never told "synced" before it was handed the
 // last initial object), and it is closed as soon as that pop returns, before
 // the next one (a regression test: it holds).
-func TestReview2SyncedClosesRightAfterTheLastInitialObject(t *testing.T) {
+func TestSyncedClosesRightAfterTheLastInitialObject(t *testing.T) {
 	t.Parallel()
 	for _, atomicFIFO := range []bool{true, false} {
 		t.Run(fmt.Sprintf("AtomicFIFO=%v", atomicFIFO), func(t *testing.T) {
@@ -79,7 +79,7 @@ func TestReview2SyncedClosesRightAfterTheLastInitialObject(t *testing.T) {
 			var told calls
 			store := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
 			p := &applier{store: store, h: told.handler()}
-			f := review2FIFO(atomicFIFO, store)
+			f := controllerFIFO(atomicFIFO, store)
 			objs := make([]any, n)
 			for i := range n {
 				objs[i] = testObject(t, fmt.Sprintf("ns/o%04d", i), fmt.Sprintf("u%d", i), "1")
@@ -151,21 +151,21 @@ func splitWords(s string) []string {
 	return out
 }
 
-// TestReview2AddBeforeAnyReplace: a FIFO whose first change is an Add (the
+// TestAddBeforeAnyReplace: a FIFO whose first change is an Add (the
 // reflector never does that: it lists first) is synced as soon as the Add is
 // queued, before the handler is handed it, and the Add and a later list are
 // not initial. That is what the shared informer's registration reported too
 // (its upstream, this FIFO, synced; nothing initial counted), so it holds; only
 // hasSynced's doc ("was handed a change before any list") says handed where
 // the FIFO means queued.
-func TestReview2AddBeforeAnyReplace(t *testing.T) {
+func TestAddBeforeAnyReplace(t *testing.T) {
 	t.Parallel()
 	for _, atomicFIFO := range []bool{true, false} {
 		t.Run(fmt.Sprintf("AtomicFIFO=%v", atomicFIFO), func(t *testing.T) {
 			var told calls
 			store := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
 			p := &applier{store: store, h: told.handler()}
-			f := review2FIFO(atomicFIFO, store)
+			f := controllerFIFO(atomicFIFO, store)
 			if err := f.Add(testObject(t, "ns/x", "ux", "5")); err != nil {
 				t.Fatal(err)
 			}
@@ -192,12 +192,12 @@ func TestReview2AddBeforeAnyReplace(t *testing.T) {
 	}
 }
 
-// TestReview2BatchesTellWhatPopTells: the same random changes (adds, updates,
+// TestBatchesTellWhatPopTells: the same random changes (adds, updates,
 // deletes, names made again, relists with tombstones, resyncs) through
 // PopBatch with applyBatch and through Pop with apply: the handler is told the
 // same, in the same order, and no batch holds two deltas of one object
 // (a regression test: it holds).
-func TestReview2BatchesTellWhatPopTells(t *testing.T) {
+func TestBatchesTellWhatPopTells(t *testing.T) {
 	t.Parallel()
 	for _, atomicFIFO := range []bool{true, false} {
 		t.Run(fmt.Sprintf("AtomicFIFO=%v", atomicFIFO), func(t *testing.T) {
@@ -210,7 +210,7 @@ func TestReview2BatchesTellWhatPopTells(t *testing.T) {
 			mk := func() *side {
 				s := &side{store: cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)}
 				s.p = &applier{store: s.store, h: s.told.handler()}
-				s.f = review2FIFO(atomicFIFO, s.store)
+				s.f = controllerFIFO(atomicFIFO, s.store)
 				return s
 			}
 			batched, single := mk(), mk()
@@ -346,19 +346,19 @@ type failingStore struct {
 
 func (s failingStore) Add(obj any) error {
 	if o, ok := obj.(*Object); ok && o.namespace+"/"+o.name == s.bad {
-		return errors.New("review2: the store refuses " + s.bad)
+		return errors.New("test store: the store refuses " + s.bad)
 	}
 	return s.Store.Add(obj)
 }
 
-// TestReview2AFailedDeltaIsDroppedNotRequeued: when applyBatch fails on one
+// TestAFailedDeltaIsDroppedNotRequeued: when applyBatch fails on one
 // delta of a batch, the RealFIFO has already taken the whole batch off its
 // queue and processLoop drops the error: the other deltas are applied and told
 // once, the failed one is neither told nor handed over again, and nothing of
 // the batch comes back. The shared informer's processDeltasInBatch did the
 // same (a TransactionError: the callbacks of the successful ones run, the
 // error is dropped) (a regression test: it holds).
-func TestReview2AFailedDeltaIsDroppedNotRequeued(t *testing.T) {
+func TestAFailedDeltaIsDroppedNotRequeued(t *testing.T) {
 	t.Parallel()
 	for _, atomicFIFO := range []bool{true, false} {
 		t.Run(fmt.Sprintf("AtomicFIFO=%v", atomicFIFO), func(t *testing.T) {
@@ -366,7 +366,7 @@ func TestReview2AFailedDeltaIsDroppedNotRequeued(t *testing.T) {
 			inner := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
 			store := failingStore{Store: inner, bad: "ns/bad"}
 			p := &applier{store: store, h: told.handler()}
-			f := review2FIFO(atomicFIFO, store)
+			f := controllerFIFO(atomicFIFO, store)
 			f.Close()
 			if err := f.Replace(nil, "1"); err != nil {
 				t.Fatal(err)

@@ -42,7 +42,7 @@ func headHold(c *Committer) time.Time {
 // (up to BurstHold). A flow of 250 a second, then a burst of more than
 // maxBatch (a relist): the burst must not sit in memory until the flow's
 // last change's hold ends.
-func TestReviewBurstHoldFullBatchWakesRun(t *testing.T) {
+func TestBurstHoldFullBatchWakesRun(t *testing.T) {
 	s, c, ran := committerWith(t, filepath.Join(t.TempDir(), "state.db"), &bytes.Buffer{}, CommitterOptions{Gather: 10 * time.Millisecond, BurstHold: 80 * time.Millisecond})
 	defer func() { c.Close(); <-ran; _ = s.Close() }()
 	var wg sync.WaitGroup
@@ -86,7 +86,7 @@ func TestReviewBurstHoldFullBatchWakesRun(t *testing.T) {
 // Flush returns once what came before it is applied: during a sustained flow
 // its no-op is itself counted and held (up to BurstHold), and so is what waits
 // before it. Before BurstHold it waited at most Gather (10ms).
-func TestReviewBurstHoldFlushIsPrompt(t *testing.T) {
+func TestBurstHoldFlushIsPrompt(t *testing.T) {
 	s, c, ran := committerWith(t, filepath.Join(t.TempDir(), "state.db"), &bytes.Buffer{}, CommitterOptions{Gather: 10 * time.Millisecond, BurstHold: 80 * time.Millisecond})
 	defer func() { c.Close(); <-ran; _ = s.Close() }()
 	var wg sync.WaitGroup
@@ -109,7 +109,7 @@ func TestReviewBurstHoldFlushIsPrompt(t *testing.T) {
 }
 
 // Close applies what waits at once, holds or not, and Run returns.
-func TestReviewBurstHoldCloseDoesNotWaitOutHolds(t *testing.T) {
+func TestBurstHoldCloseDoesNotWaitOutHolds(t *testing.T) {
 	s, c, ran := committerWith(t, filepath.Join(t.TempDir(), "state.db"), &bytes.Buffer{}, CommitterOptions{Gather: 10 * time.Millisecond, BurstHold: 80 * time.Millisecond})
 	defer func() { _ = s.Close() }()
 	var wg sync.WaitGroup
@@ -131,7 +131,7 @@ func TestReviewBurstHoldCloseDoesNotWaitOutHolds(t *testing.T) {
 // marks, while the file now and then refuses commits: each goroutine's
 // changes land in the order it submitted them, each once, none lost; no
 // change waits much past its hold plus commits when the file takes them.
-func TestReviewBurstHoldConcurrentFlowsKeepOrder(t *testing.T) {
+func TestBurstHoldConcurrentFlowsKeepOrder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(path)
 	if err != nil {
