@@ -349,7 +349,7 @@ func otherCommandsOutputs(t *testing.T, dir, ns, cfg string, withSecret func(*ex
 	tail := startProcWith(t, withSecret,
 		"tail", "configmaps", "-n", ns, "--config", cfg, "--kubeconfig", cp.Kubeconfig, "--log-level", "debug", "-o", "json", "--initial")
 	tail.waitLog("following", 30*time.Second)
-	_ = tail.stop(syscall.SIGINT)
+	tail.stopOK(syscall.SIGINT)
 	outputs["tail stderr"] = []byte(tail.stderr.String())
 	tailOut, _ := json.Marshal(tail.payloads())
 	outputs["tail stdout"] = tailOut

@@ -89,7 +89,7 @@ rules:
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	_ = second.stop(syscall.SIGTERM)
+	second.stopOK(syscall.SIGTERM)
 	info, _ := st.Info(context.Background())
 	types := map[string][]string{}
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
@@ -144,5 +144,5 @@ rules:
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no event:\n%s", p.stderr.String())
 	}
-	_ = p.stop(syscall.SIGTERM)
+	p.stopOK(syscall.SIGTERM)
 }
