@@ -31,15 +31,9 @@ func TestExecOutputMasksSecrets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			x, _ := execActionEnv(t, "printenv", "10s", `{TOKEN: "${DW_EXEC_SECRET}"}`)
 			x.env = append(x.env, "HELPER_PAD="+strconv.Itoa(tc.pad))
-			f, err := config.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
-actions: [{name: x, webhook: {url: "http://localhost/", headers: {Authorization: "${DW_EXEC_SECRET}"}}}]
-rules: [{name: r, resources: [{kind: ConfigMap}], actions: [x]}]
-`))
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, f := compileFirst(t, oneAction("x", `webhook: {url: "http://localhost/", headers: {Authorization: "${DW_EXEC_SECRET}"}}`))
 			x.secrets = f.Secrets()
-			err = x.Send(context.Background(), delivery("o", 1))
+			err := x.Send(context.Background(), delivery("o", 1))
 			if err == nil {
 				t.Fatal("the command's failure was not reported")
 			}

@@ -37,12 +37,31 @@ func delivery(obj string, seq int) *event.Delivery {
 // webhook builds a webhook sender from YAML, through the config loader.
 func webhook(t *testing.T, spec string) *Webhook {
 	t.Helper()
-	f, err := config.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
+	a, _ := compileFirst(t, oneAction("hook", "webhook: "+spec))
+	s, _, err := a.Build(Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.(*Webhook)
+}
+
+// oneAction is a config whose one action, name, is of kindYAML (its kind's
+// key and spec), with a rule that uses it.
+func oneAction(name, kindYAML string) string {
+	return `apiVersion: dynwatch/v1alpha1
 actions:
-  - name: hook
-    webhook: `+spec+`
-rules: [{name: r, resources: [{kind: ConfigMap}], actions: [hook]}]
-`))
+  - name: ` + name + `
+    ` + kindYAML + `
+rules: [{name: r, resources: [{kind: ConfigMap}], actions: [` + name + `]}]
+`
+}
+
+// compileFirst loads a config's text, as the config loader does, and
+// compiles its first action; the file is returned for what else it holds
+// (its ${VAR} values).
+func compileFirst(t testing.TB, text string) (*Action, *config.File) {
+	t.Helper()
+	f, err := config.Parse("t.yaml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,11 +69,7 @@ rules: [{name: r, resources: [{kind: ConfigMap}], actions: [hook]}]
 	if ferr != nil {
 		t.Fatal(ferr)
 	}
-	s, _, err := a.Build(Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.(*Webhook)
+	return a, f
 }
 
 // runQueue runs q until the test ends.
@@ -119,19 +134,7 @@ func buildAction(t testing.TB, kindYAML string) Sender {
 // buildNamedAction is buildAction for the action name with env.
 func buildNamedAction(t testing.TB, name, kindYAML string, env Env) Sender {
 	t.Helper()
-	f, err := config.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
-actions:
-  - name: `+name+`
-    `+kindYAML+`
-rules: [{name: r, resources: [{kind: ConfigMap}], actions: [`+name+`]}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, ferr := Compile(f.Config.Actions[0])
-	if ferr != nil {
-		t.Fatal(ferr)
-	}
+	a, _ := compileFirst(t, oneAction(name, kindYAML))
 	s, closer, err := a.Build(env)
 	if err != nil {
 		t.Fatalf("build: %v", err)

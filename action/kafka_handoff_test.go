@@ -9,27 +9,13 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/dynwatch/dynwatch/config"
 )
 
 // buildKafkaAction builds a kafka sender and what closes it, as a reload
 // does: the caller closes it once its queue has stopped.
 func buildKafkaAction(t *testing.T, kindYAML string) (Sender, io.Closer) {
 	t.Helper()
-	f, err := config.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
-actions:
-  - name: sink
-    `+kindYAML+`
-rules: [{name: r, resources: [{kind: ConfigMap}], actions: [sink]}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, ferr := Compile(f.Config.Actions[0])
-	if ferr != nil {
-		t.Fatal(ferr)
-	}
+	a, _ := compileFirst(t, oneAction("sink", kindYAML))
 	s, closer, err := a.Build(Env{Source: testSource})
 	if err != nil {
 		t.Fatalf("build: %v", err)

@@ -44,17 +44,7 @@ func TestWebhookAnswerMasksSecrets(t *testing.T) {
 				_, _ = io.WriteString(w, strings.Repeat("p", tc.pad)+r.Header.Get("Authorization")+" is not welcome "+strings.Repeat("z", 600))
 			}))
 			defer srv.Close()
-			f, err := config.Parse("t.yaml", []byte(`apiVersion: dynwatch/v1alpha1
-actions: [{name: hook, webhook: {url: "`+srv.URL+`", headers: {Authorization: "Bearer ${DW_HOOK_SECRET}"}}}]
-rules: [{name: r, resources: [{kind: ConfigMap}], actions: [hook]}]
-`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, ferr := Compile(f.Config.Actions[0])
-			if ferr != nil {
-				t.Fatal(ferr)
-			}
+			a, f := compileFirst(t, oneAction("hook", `webhook: {url: "`+srv.URL+`", headers: {Authorization: "Bearer ${DW_HOOK_SECRET}"}}`))
 			s, _, err := a.Build(Env{Secrets: f.Secrets()})
 			if err != nil {
 				t.Fatal(err)
