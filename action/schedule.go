@@ -18,9 +18,10 @@ type item struct {
 	// accepted is the queue's accepted count when this event's last attempt
 	// ended: a later failure counts only if deliveries were accepted since.
 	accepted uint64
-	// refusedAt is the queue's accepted count at this event's first refused
-	// route (plus one, so that zero is none): its refusals count once any
-	// delivery got through since (countsAgainstMax).
+	// refused is set at this event's first refused route, refusedAt to the
+	// queue's accepted count then: its refusals count once any delivery
+	// got through since (countsAgainstMax).
+	refused   bool
 	refusedAt uint64
 	// u is its order across keys and, for a grouped delivery, its members
 	// (then d is made at its first attempt); nil in a queue without a
@@ -97,23 +98,20 @@ func (q *Queue) release(key string, probe bool) {
 // takes the others gives that event up on its own schedule, and one that is
 // down for an hour keeps every event.
 func (q *Queue) settle(key string, it *item, probe bool, err error) {
-	var f *Failure
-	errors.As(err, &f)
-	receiverDown := err != nil && (f == nil || !f.Permanent && !f.OneEvent)
-	refused := f != nil && f.Refused
-	counted := q.countsAgainstMax(it, err == nil, receiverDown, refused, f != nil && f.Throttled)
+	o, f := outcomeOf(err)
+	counted := q.countsAgainstMax(it, o)
 	switch {
-	case err == nil:
+	case o == delivered:
 		q.delivered.Add(uint64(it.count()))
 		if it.u != nil && it.u.members != nil {
 			q.groups.Add(1)
 		}
 		q.up()
 		q.finish(key)
-	case f != nil && f.Permanent:
+	case o == permanent:
 		q.up() // the receiver answered
 		q.giveUp(key, it, "permanent failure, not retried", err)
-	case !counted && refused:
+	case !counted && o == refused:
 		// Its route refused while nothing got through since: the receiver
 		// answers (the action is not down) and the event waits on its own
 		// schedule, as long as every route is refused, counting nothing.
@@ -122,17 +120,51 @@ func (q *Queue) settle(key string, it *item, probe bool, err error) {
 	case !counted:
 		q.failing(probe, f, err)
 		q.requeue(key)
-	case receiverDown:
+	case o == receiverDown:
 		// The receiver took others since: a failure of this event alone,
 		// which puts no action down. A probe's ends here.
 		if probe {
 			q.probeEnded(f, err)
 		}
 		q.retryOrGiveUp(key, it, f, err)
-	default: // OneEvent
+	default: // oneEvent, or a refused route counted
 		q.up()
 		q.retryOrGiveUp(key, it, f, err)
 	}
+}
+
+// outcome is what an attempt's error says of the receiver and the event.
+type outcome int
+
+const (
+	delivered    outcome = iota
+	permanent            // refused for good (Failure.Permanent)
+	oneEvent             // this event's failure alone (Failure.OneEvent)
+	refused              // this event's route refused (Failure.Refused)
+	receiverDown         // any other failure: the receiver may be down
+	throttled            // the receiver asks for a slower rate (Failure.Throttled)
+)
+
+// outcomeOf classifies an attempt's error, and returns its Failure if it
+// has one.
+func outcomeOf(err error) (outcome, *Failure) {
+	var f *Failure
+	errors.As(err, &f)
+	switch {
+	case err == nil:
+		return delivered, nil
+	case f == nil:
+		return receiverDown, nil
+	case f.Permanent:
+		return permanent, f
+	case f.Refused:
+		return refused, f
+	case f.OneEvent:
+		return oneEvent, f
+	case f.Throttled:
+		return throttled, f
+	}
+	return receiverDown, f
 }
 
 // countsAgainstMax counts one attempt of it and reports whether it counts
@@ -140,27 +172,27 @@ func (q *Queue) settle(key string, it *item, probe bool, err error) {
 // event alone always; a failure that says the receiver is down only if the
 // action delivered another event since this one's previous attempt ended
 // (never at its first: a failure then is the receiver's until shown
-// otherwise), and never when the receiver throttles: a 429 is about the
-// rate, not the event, and a receiver that takes one request in ten must
-// not have the other nine given up; a refused route once the action
-// delivered another event since this event's first refusal (the receiver
-// takes others: the route is this event's; while it takes none, every route
-// may be refused, and the backlog waits as through an outage).
-func (q *Queue) countsAgainstMax(it *item, ok, receiverDown, refused, throttled bool) bool {
+// otherwise); a throttled attempt never: a 429 is about the rate, not the
+// event, and a receiver that takes one request in ten must not have the
+// other nine given up; a refused route once the action delivered another
+// event since this event's first refusal (the receiver takes others: the
+// route is this event's; while it takes none, every route may be refused,
+// and the backlog waits as through an outage).
+func (q *Queue) countsAgainstMax(it *item, o outcome) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	othersSince := it.tries > 1 && q.accepted > it.accepted
-	if refused && it.refusedAt == 0 {
-		it.refusedAt = q.accepted + 1
+	if o == refused && !it.refused {
+		it.refused, it.refusedAt = true, q.accepted
 	}
-	if ok {
+	if o == delivered {
 		q.accepted++
 	}
 	it.accepted = q.accepted
 	switch {
-	case receiverDown && (!othersSince || throttled):
+	case o == throttled, o == receiverDown && !othersSince:
 		return false
-	case refused && q.accepted+1 <= it.refusedAt:
+	case o == refused && q.accepted == it.refusedAt:
 		return false
 	}
 	it.counted++
