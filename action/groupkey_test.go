@@ -18,7 +18,7 @@ import (
 	"github.com/dynwatch/dynwatch/event"
 )
 
-// wantGroupKey is a group's key as the README spells it, computed here on
+// wantGroupKey is a group's key as docs/noise.md spells it, computed here on
 // its own: the first member's <id>:<rule>, ":group:", the member count, ":",
 // and the first 12 hex digits of the SHA-256 of every member's key, in
 // order, joined by newlines.

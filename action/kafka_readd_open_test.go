@@ -22,7 +22,7 @@ import (
 // the old client on) and its new client produces a's backlog read again
 // from disk, a:0 then a:1; the old request lands after them: the partition
 // holds [0 1 0]. A closed client's record on the wire is not settled: the
-// new client must not produce a's records before it is. Open: the README's
+// new client must not produce a's records before it is. Open: docs/sinks.md's
 // Kafka section says what a receiver sees then, as for a new leader (a
 // fix keeps a removed action's client until its records settle, for a
 // re-add to inherit).

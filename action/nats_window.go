@@ -44,7 +44,7 @@ func newDupWindows(js jetstream.JetStream, log *slog.Logger, maxBackoff time.Dur
 // then), within timeout, in a goroutine of its own: the publish has
 // succeeded, and its Send returns now. A stream that cannot be read (no
 // permission for its info: the server drops the request and nothing
-// answers) is left alone, and the README says what the window means.
+// answers) is left alone, and docs/sinks.md ("NATS") says what the window means.
 // Nil-safe: core NATS has no stream.
 func (w *dupWindows) check(stream string, timeout time.Duration) {
 	if w == nil || stream == "" {

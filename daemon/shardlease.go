@@ -16,7 +16,7 @@ import (
 // shard coming back to the set that the set shrank past it while it was
 // away (its state file then took no part in a shard-set change, and its
 // records are stale), and they tell every shard after a reshard when each
-// shard of the previous spec last ran (README, Scaling out).
+// shard of the previous spec last ran (docs/scaling.md, "Resharding").
 const (
 	// labelShardCount and labelShardBy are the spec its holder runs under
 	// (no labelShardBy: uid, as Leases written before it).

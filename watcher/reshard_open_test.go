@@ -1,6 +1,7 @@
 //go:build opendefects
 
-// Tests of defects still open (README, Scaling out, says what they lose):
+// Tests of defects still open (docs/delivery.md, "Known open defects", and
+// docs/scaling.md, "Resharding", say what they lose):
 // they fail today, so they build only with -tags opendefects
 // (go test -tags opendefects -run TestMovedInFieldRemovalReplaysWithoutMarks ./watcher/).
 

@@ -219,12 +219,12 @@ func TestTailWarnsFilterMissedEverywhere(t *testing.T) {
 	}
 }
 
-// The README's first tail example works on the objects the demo makes: its
-// filter names a path ConfigMaps have (tail would warn otherwise), and the
-// demo's change of the ConfigMap shows up.
-func TestReadmeFirstTailExample(t *testing.T) {
+// The first tail example of what to try against `make demo` (docs/development.md)
+// works on the objects the demo makes: its filter names a path ConfigMaps have
+// (tail would warn otherwise), and the demo's change of the ConfigMap shows up.
+func TestDemoFirstTailExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/development.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestReadmeFirstTailExample(t *testing.T) {
 	}
 	args := shellWords(t, strings.TrimPrefix(example, "bin/dynwatch "))
 	if len(args) < 2 || !slices.Contains(strings.Split(args[1], ","), "cm") {
-		t.Fatalf("the README's first tail example does not follow ConfigMaps: %q", example)
+		t.Fatalf("the demo's first tail example does not follow ConfigMaps: %q", example)
 	}
 	d, ns := setupTail(t)
 	cms := d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns)
@@ -267,7 +267,7 @@ func TestReadmeFirstTailExample(t *testing.T) {
 	waitOutput(t, out, "the demo's change", func(s string) bool { return strings.Contains(s, " settings ") })
 	stop()
 	if s := stderr.String(); strings.Contains(s, "level=WARN") {
-		t.Errorf("the README's example %q warns:\n%s", example, s)
+		t.Errorf("the demo's example %q warns:\n%s", example, s)
 	}
 }
 

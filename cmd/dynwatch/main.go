@@ -19,7 +19,7 @@ import (
 	"github.com/dynwatch/dynwatch/reaper"
 )
 
-// Exit codes, as the README lists them.
+// Exit codes, as docs/cli.md ("Exit codes") lists them.
 const (
 	exitOK      = 0
 	exitFailure = 1 // findings, or a failure at run time

@@ -35,7 +35,7 @@ func waitPayloads(t *testing.T, s *shardSet, what string, n int, keep func(event
 // the cluster, not moved in: the shard that owns one and ran under the old
 // spec (0 or 1, whose file says when that spec last ran) fires its add, once.
 // Shard 2 is new to the set: its file is new, its start is a first start, a
-// baseline (README, Scaling out), and it fires nothing for them.
+// baseline (docs/scaling.md, "Resharding"), and it fires nothing for them.
 func TestReshardGapCreatesFire(t *testing.T) {
 	d := dynamic.NewForConfigOrDie(cp.Config)
 	ns := testenv.Namespace(t, d)
@@ -99,7 +99,7 @@ func TestShardScaleDownUpWithoutItsVolume(t *testing.T) {
 // other shards' Leases say that the set shrank to 2 after pod 2's file was
 // last written: pod 2 drops its stale records, says so, and replays nothing
 // that shards 0 and 1 delivered meanwhile. (Without leaderElection nothing
-// tells, and the deletes replay a second time: the README says a shard's
+// tells, and the deletes replay a second time: docs/scaling.md says a shard's
 // file must not outlive a shard-set change; the chart deletes it.)
 func TestShardScaleDownUpStaleFileForgotten(t *testing.T) {
 	le := func(ns string) string {

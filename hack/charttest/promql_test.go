@@ -363,7 +363,7 @@ func alerts(t *testing.T, rule *unstructured.Unstructured) map[string]string {
 }
 
 // The chart's alerts parse, use only what dynwatch serves, and each has a
-// runbook in the README.
+// runbook in the Operations page (docs/operations.md, "When an alert fires").
 func TestAlertsUseRegisteredMetrics(t *testing.T) {
 	known := registered(t)
 	objs := mustRender(t, values{set: "prometheusRule.enabled=true"})
@@ -371,7 +371,7 @@ func TestAlertsUseRegisteredMetrics(t *testing.T) {
 	if len(got) == 0 {
 		t.Fatal("no alerts")
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	runbooks, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,8 +379,8 @@ func TestAlertsUseRegisteredMetrics(t *testing.T) {
 		for _, p := range problems("alert "+name, expr, known) {
 			t.Error(p)
 		}
-		if !strings.Contains(string(readme), "\n#### "+name+"\n") {
-			t.Errorf("the README has no runbook (#### %s) for the alert", name)
+		if !strings.Contains(string(runbooks), "\n### "+name+"\n") {
+			t.Errorf("docs/operations.md has no runbook (### %s) for the alert", name)
 		}
 	}
 }

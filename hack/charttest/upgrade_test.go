@@ -12,7 +12,7 @@ import (
 // upgrade applied with a server-side dry run: adding shards to state is
 // accepted (podManagementPolicy is Parallel either way); a new state.size is
 // refused by the API server (volumeClaimTemplates are immutable) and goes
-// through after `kubectl delete sts --cascade=orphan`, as the README says.
+// through after `kubectl delete sts --cascade=orphan`, as docs/operations.md ("Upgrades") says.
 func TestStatefulSetUpgrade(t *testing.T) {
 	env := controlPlane(t)
 	d := dynamic.NewForConfigOrDie(env.Config)
@@ -42,7 +42,7 @@ func TestStatefulSetUpgrade(t *testing.T) {
 			case !tc.orphan && err != nil:
 				t.Fatalf("helm upgrade %s -> %s fails: %v", tc.from, tc.to, err)
 			case tc.orphan && (err == nil || !strings.Contains(err.Error(), "immutable")):
-				t.Fatalf("the API server took the upgrade (%v): the README's orphan step is not needed", err)
+				t.Fatalf("the API server took the upgrade (%v): the orphan step of docs/operations.md is not needed", err)
 			case !tc.orphan:
 				return
 			}

@@ -18,26 +18,19 @@ import (
 	"github.com/dynwatch/dynwatch/internal/testenv"
 )
 
-// readmeBlocks returns the code blocks of lang in the README's section under
-// heading.
-func readmeBlocks(t *testing.T, heading, lang string) []string {
+// docBlocks returns the code blocks of lang in the docs page docs/NAME.
+func docBlocks(t *testing.T, name, lang string) []string {
 	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile("../../docs/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(raw)
-	start := strings.Index(text, "\n"+heading+"\n")
-	if start < 0 {
-		t.Fatalf("README has no %q", heading)
-	}
-	section := text[start+1:]
-	if end := strings.Index(section[3:], "\n## "); end >= 0 {
-		section = section[:end+3]
-	}
 	var out []string
-	for _, m := range regexp.MustCompile("(?s)```"+lang+"\n(.*?)```").FindAllStringSubmatch(section, -1) {
+	for _, m := range regexp.MustCompile("(?s)```"+lang+"\n(.*?)```").FindAllStringSubmatch(string(raw), -1) {
 		out = append(out, m[1])
+	}
+	if len(out) == 0 {
+		t.Fatalf("docs/%s has no %s block", name, lang)
 	}
 	return out
 }
@@ -51,15 +44,15 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// The README's "Less noise" example, run: two Deployments of its namespace
-// lose ready replicas, and the receiver gets one delivery of the shape the
-// README shows (the same keys, at every level it shows).
-func TestReadmeLessNoise(t *testing.T) {
+// The Less noise page's example (docs/noise.md), run: two Deployments of its
+// namespace lose ready replicas, and the receiver gets one delivery of the
+// shape the page shows (the same keys, at every level it shows).
+func TestDocsLessNoise(t *testing.T) {
 	d := dynamic.NewForConfigOrDie(cp.Config)
 	ns := testenv.Namespace(t, d)
-	example := readmeBlocks(t, "## Less noise", "yaml")[0]
+	example := docBlocks(t, "noise.md", "yaml")[0]
 	var shown map[string]any
-	if err := json.Unmarshal([]byte(readmeBlocks(t, "## Less noise", "json")[0]), &shown); err != nil {
+	if err := json.Unmarshal([]byte(docBlocks(t, "noise.md", "json")[0]), &shown); err != nil {
 		t.Fatal(err)
 	}
 	// The example as written, but for its namespace and a wait a test can sit out.
@@ -101,10 +94,10 @@ func TestReadmeLessNoise(t *testing.T) {
 		t.Fatal(err)
 	}
 	if g, w := sortedKeys(sent), sortedKeys(shown); !slices.Equal(g, w) {
-		t.Errorf("top-level keys %v, the README shows %v", g, w)
+		t.Errorf("top-level keys %v, the page shows %v", g, w)
 	}
 	if g, w := sortedKeys(sent["group"].(map[string]any)), sortedKeys(shown["group"].(map[string]any)); !slices.Equal(g, w) {
-		t.Errorf("group labels %v, the README shows %v", g, w)
+		t.Errorf("group labels %v, the page shows %v", g, w)
 	}
 	if got[0].body.Count != 2 {
 		t.Fatalf("count %d, want 2", got[0].body.Count)
@@ -113,7 +106,7 @@ func TestReadmeLessNoise(t *testing.T) {
 	for i, e := range got[0].body.Events {
 		ev := sent["events"].([]any)[i].(map[string]any)
 		if g, w := sortedKeys(ev), sortedKeys(shownEvent); !slices.Equal(g, w) {
-			t.Errorf("event %d keys %v, the README shows %v", i, g, w)
+			t.Errorf("event %d keys %v, the page shows %v", i, g, w)
 		}
 		if e.Transition != "enter" || !slices.Equal(e.Changed, []string{"status.readyReplicas"}) || e.Namespace != ns {
 			t.Errorf("event %d: transition %q, changed %v, namespace %s", i, e.Transition, e.Changed, e.Namespace)

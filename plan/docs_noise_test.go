@@ -8,41 +8,33 @@ import (
 	"testing"
 )
 
-// readmeSection returns the README's section under heading (up to the next
-// "## "), its yaml blocks and its json blocks.
-func readmeSection(t *testing.T, heading string) (yamls, jsons []string) {
+// docBlocks returns the yaml blocks and the json blocks of the docs page
+// docs/NAME.
+func docBlocks(t *testing.T, name string) (yamls, jsons []string) {
 	t.Helper()
-	readme, err := os.ReadFile("../README.md")
+	raw, err := os.ReadFile("../docs/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(readme)
-	start := strings.Index(text, "\n"+heading+"\n")
-	if start < 0 {
-		t.Fatalf("README has no %q section", heading)
-	}
-	section := text[start+1:]
-	if end := strings.Index(section[3:], "\n## "); end >= 0 {
-		section = section[:end+3]
-	}
-	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(section, -1) {
+	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(raw), -1) {
 		yamls = append(yamls, m[1])
 	}
-	for _, m := range regexp.MustCompile("(?s)```json\n(.*?)```").FindAllStringSubmatch(section, -1) {
+	for _, m := range regexp.MustCompile("(?s)```json\n(.*?)```").FindAllStringSubmatch(string(raw), -1) {
 		jsons = append(jsons, m[1])
 	}
 	return yamls, jsons
 }
 
-// The "Less noise" example loads, groups, and its payload is valid JSON of
-// the group shape (cmd/dynwatch's TestReadmeLessNoise runs it for real).
-func TestReadmeLessNoiseExample(t *testing.T) {
+// The Less noise page's example (docs/noise.md) loads, groups, and its
+// payload is valid JSON of the group shape (cmd/dynwatch's TestDocsLessNoise
+// runs it for real).
+func TestDocsLessNoiseExample(t *testing.T) {
 	t.Setenv("CHAT_URL", "https://chat.example.invalid/hook")
-	yamls, jsons := readmeSection(t, "## Less noise")
+	yamls, jsons := docBlocks(t, "noise.md")
 	if len(yamls) != 1 || len(jsons) != 1 {
 		t.Fatalf("%d yaml and %d json blocks, want one each", len(yamls), len(jsons))
 	}
-	f, err := Parse("README.md", []byte(yamls[0]))
+	f, err := Parse("docs/noise.md", []byte(yamls[0]))
 	if err != nil {
 		t.Fatalf("the example does not load: %v", err)
 	}
