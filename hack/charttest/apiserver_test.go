@@ -79,7 +79,7 @@ func TestDryRun(t *testing.T) {
 	d := dynamic.NewForConfigOrDie(cfg)
 	ensureNamespace(t, d, namespace, map[string]string{
 		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted"})
-	for _, ns := range []string{"prod", "staging", "demo"} {
+	for _, ns := range []string{"prod", "staging", "demo", "monitoring"} {
 		ensureNamespace(t, d, ns, nil)
 	}
 	installMonitoringCRDs(t, d)

@@ -110,7 +110,8 @@ var renderings = []rendering{
 		}
 	}},
 	{values: values{setFile: exampleConfig}, check: checkExample},
-	{values: values{set: "serviceMonitor.enabled=true,prometheusRule.enabled=true"}, check: func(t *testing.T, objs []*unstructured.Unstructured) {
+	{values: values{set: "serviceMonitor.enabled=true,prometheusRule.enabled=true,serviceMonitor.labels.release=kps,prometheusRule.labels.release=kps," +
+		"grafanaDashboard.enabled=true,grafanaDashboard.namespace=monitoring"}, check: func(t *testing.T, objs []*unstructured.Unstructured) {
 		sm := one(t, objs, "ServiceMonitor")
 		sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
 		if svc := one(t, objs, "Service"); !labels.SelectorFromSet(sel).Matches(labels.Set(svc.GetLabels())) {
@@ -118,6 +119,15 @@ var renderings = []rendering{
 		}
 		if got := alertNames(t, one(t, objs, "PrometheusRule")); len(got) == 0 {
 			t.Error("the PrometheusRule has no alerts")
+		}
+		// kube-prometheus-stack selects both by release: <its release name>.
+		for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+			if l := one(t, objs, kind).GetLabels(); l["release"] != "kps" || l["app.kubernetes.io/instance"] != release {
+				t.Errorf("%s's labels %v: want release=kps and the chart's own", kind, l)
+			}
+		}
+		if cm := named(t, objs, "ConfigMap", release+"-dashboard"); cm.GetNamespace() != "monitoring" || cm.GetLabels()["grafana_dashboard"] != "1" {
+			t.Errorf("the dashboard's ConfigMap is in %q with labels %v, want monitoring and grafana_dashboard=1", cm.GetNamespace(), cm.GetLabels())
 		}
 	}},
 }

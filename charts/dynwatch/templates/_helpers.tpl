@@ -305,3 +305,44 @@ spec:
   {{- end }}
 {{- end }}
 
+{{/* dynwatch.labelList is a label map as k=v, k=v (sorted), or "none of its own" when empty. */}}
+{{- define "dynwatch.labelList" -}}
+{{- $out := list }}
+{{- range $k := keys . | sortAlpha }}
+{{- $out = append $out (printf "%s=%s" $k (get $ $k)) }}
+{{- end }}
+{{- if $out }}{{ join ", " $out }}{{ else }}none of its own{{ end }}
+{{- end }}
+
+{{/* dynwatch.peer says what one NetworkPolicy peer (.peer, in namespace .ns) admits, in words. */}}
+{{- define "dynwatch.peer" -}}
+{{- $p := .peer }}
+{{- $parts := list }}
+{{- if hasKey $p "namespaceSelector" }}
+{{- $parts = append $parts (printf "namespaces %s" (include "dynwatch.selectorWords" $p.namespaceSelector)) }}
+{{- end }}
+{{- if hasKey $p "podSelector" }}
+{{- $parts = append $parts (printf "pods %s" (include "dynwatch.selectorWords" $p.podSelector)) }}
+{{- if not (hasKey $p "namespaceSelector") }}
+{{- $parts = append $parts (printf "in %s" .ns) }}
+{{- end }}
+{{- else if hasKey $p "namespaceSelector" }}
+{{- $parts = append $parts "any pod in them" }}
+{{- end }}
+{{- with $p.ipBlock }}
+{{- $parts = append $parts (printf "addresses in %s%s" .cidr (ternary (printf " except %s" (join ", " (.except | default list))) "" (not (empty .except)))) }}
+{{- end }}
+{{- join ", " $parts }}
+{{- end }}
+
+{{/* dynwatch.selectorWords is a label selector as "labelled k=v" (or "all" when it selects everything). */}}
+{{- define "dynwatch.selectorWords" -}}
+{{- $w := list }}
+{{- range $k := keys (.matchLabels | default dict) | sortAlpha }}
+{{- $w = append $w (printf "%s=%s" $k (get $.matchLabels $k)) }}
+{{- end }}
+{{- range .matchExpressions }}
+{{- $w = append $w (printf "%s %s %v" .key .operator (.values | default list)) }}
+{{- end }}
+{{- if $w }}labelled {{ join ", " $w }}{{ else }}of any label{{ end }}
+{{- end }}
