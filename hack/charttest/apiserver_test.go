@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,7 +79,7 @@ func TestDryRun(t *testing.T) {
 	d := dynamic.NewForConfigOrDie(cfg)
 	ensureNamespace(t, d, namespace, map[string]string{
 		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted"})
-	for _, ns := range []string{"prod", "staging"} {
+	for _, ns := range []string{"prod", "staging", "demo", "monitoring"} {
 		ensureNamespace(t, d, ns, nil)
 	}
 	installMonitoringCRDs(t, d)
@@ -93,7 +94,7 @@ func TestDryRun(t *testing.T) {
 				if w := warn.take(); len(w) > 0 {
 					t.Errorf("the API server warns on %s: %v", key(u), w)
 				}
-				if u.GetKind() == "Deployment" || u.GetKind() == "StatefulSet" {
+				if slices.Contains(podKinds, u.GetKind()) {
 					dryRunCreate(t, d, podOf(t, u))
 					if w := warn.take(); len(w) > 0 {
 						t.Errorf("the API server warns on a pod of %s: %v", key(u), w)
@@ -117,8 +118,8 @@ func dryRunCreate(t *testing.T, d dynamic.Interface, u *unstructured.Unstructure
 	}
 }
 
-// podOf is a pod as the workload's controller would make it: its template,
-// named, and for a StatefulSet each claim's volume.
+// podOf is a pod as the workload's controller (or the Job's) would make it:
+// its template, named, and for a StatefulSet each claim's volume.
 func podOf(t *testing.T, w *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
 	tmpl, _, _ := unstructured.NestedMap(w.Object, "spec", "template")

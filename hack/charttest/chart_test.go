@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
@@ -109,7 +109,9 @@ var renderings = []rendering{
 			t.Errorf("leaderElection: want the Lease's Role and RoleBinding")
 		}
 	}},
-	{values: values{set: "serviceMonitor.enabled=true,prometheusRule.enabled=true"}, check: func(t *testing.T, objs []*unstructured.Unstructured) {
+	{values: values{setFile: exampleConfig}, check: checkExample},
+	{values: values{set: "serviceMonitor.enabled=true,prometheusRule.enabled=true,serviceMonitor.labels.release=kps,prometheusRule.labels.release=kps," +
+		"grafanaDashboard.enabled=true,grafanaDashboard.namespace=monitoring"}, check: func(t *testing.T, objs []*unstructured.Unstructured) {
 		sm := one(t, objs, "ServiceMonitor")
 		sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
 		if svc := one(t, objs, "Service"); !labels.SelectorFromSet(sel).Matches(labels.Set(svc.GetLabels())) {
@@ -117,6 +119,15 @@ var renderings = []rendering{
 		}
 		if got := alertNames(t, one(t, objs, "PrometheusRule")); len(got) == 0 {
 			t.Error("the PrometheusRule has no alerts")
+		}
+		// kube-prometheus-stack selects both by release: <its release name>.
+		for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+			if l := one(t, objs, kind).GetLabels(); l["release"] != "kps" || l["app.kubernetes.io/instance"] != release {
+				t.Errorf("%s's labels %v: want release=kps and the chart's own", kind, l)
+			}
+		}
+		if cm := named(t, objs, "ConfigMap", release+"-dashboard"); cm.GetNamespace() != "monitoring" || cm.GetLabels()["grafana_dashboard"] != "1" {
+			t.Errorf("the dashboard's ConfigMap is in %q with labels %v, want monitoring and grafana_dashboard=1", cm.GetNamespace(), cm.GetLabels())
 		}
 	}},
 }
@@ -293,8 +304,8 @@ func TestChartRefuses(t *testing.T) {
 		{"YAML 1.1 words in a string config", values{file: "config: " + quoteYAML(offConfig)}, `config: unquoted [": off"]: Helm reads these words as YAML 1.1 booleans`},
 		{"leaderElection in config", values{file: configValues(leConfig)}, "config.leaderElection: set it through the chart's values"},
 		{"state in config", values{file: configValues("apiVersion: dynwatch/v1alpha1\nstate: {path: /x}\nactions: [{name: o, log: {}}]\nrules: []\n")}, "config.state"},
-		{"a glob selector", values{file: configValues(globConfig)}, `rule crds: selector {"group":"*.example.com","resource":"widgets"} needs discovery to resolve`},
-		{"a kind selector", values{file: configValues(kindConfig)}, `rule by-kind: selector {"kind":"Deployment"} needs discovery`},
+		{"a glob selector", values{file: configValues(globConfig)}, `rbac.create: rule crds: selector {"group":"*.example.com","resource":"widgets"} need discovery to resolve`},
+		{"a kind selector", values{file: configValues(kindConfig)}, `rbac.create: rule by-kind: selector {"kind":"Deployment"} need discovery`},
 		{"config that is no YAML map", values{file: "config: |\n  - a\n  - b\n"}, "config: not a YAML map"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -390,25 +401,87 @@ func quoteYAML(s string) string {
 	return string(b)
 }
 
-// config.example.yaml, whose selectors need discovery, installs with
-// rbac.create=false (its RBAC then comes from `dynwatch rbac --cluster`), and
-// the config the pods get loads.
-func TestExampleConfig(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "config.example.yaml"))
-	if err != nil {
-		t.Fatal(err)
+// exampleConfig is `--set-file config=config.example.yaml`, the README's own
+// example.
+const exampleConfig = "config=" + "../../config.example.yaml"
+
+// Selectors that need discovery (globs, kinds, no group) fail the render in
+// one line that names every one of them and says what to set: exact names,
+// or rbac.create=false and `dynwatch rbac --cluster` with this release's
+// namespace and ServiceAccount.
+func TestSelectorsNeedingDiscoveryFailInOneLine(t *testing.T) {
+	cfg := "apiVersion: dynwatch/v1alpha1\nactions: [{name: out, log: {}}]\nrules:\n" +
+		"  - {name: globs, resources: [{group: \"*.example.com\", resource: widgets}], actions: [out]}\n" +
+		"  - {name: kinds, resources: [{group: \"\", kind: ConfigMap}, {resource: pods}], actions: [out]}\n"
+	err := renderErr(values{file: "config: " + quoteYAML(cfg)})
+	if err == nil {
+		t.Fatal("rendered")
 	}
-	if _, err := renderChart(values{file: "config: " + quoteYAML(string(b))}); err == nil || !strings.Contains(err.Error(), "needs discovery to resolve") {
-		t.Errorf("with rbac.create: %v, want the selectors that need discovery named", err)
+	msg := err.Error()
+	if strings.Contains(msg, "\n") {
+		t.Errorf("more than one line:\n%s", msg)
 	}
-	objs := mustRender(t, values{file: "config: " + quoteYAML(string(b)), set: "rbac.create=false"})
-	for _, u := range objs {
-		if slices.Contains(rbacKinds[1:], u.GetKind()) {
-			t.Errorf("rbac.create=false renders %s", key(u))
+	for _, want := range []string{`rule globs: selector {"group":"*.example.com","resource":"widgets"}`, `rule kinds: selector {"group":"","kind":"ConfigMap"}`,
+		`rule kinds: selector {"resource":"pods"}`, "--set rbac.create=false", "dynwatch rbac --cluster --config FILE --namespace dynwatch --service-account dynwatch"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error lacks %q: %s", want, msg)
 		}
 	}
-	checkRestricted(t, objs)
-	if _, err := plan.Parse("config.yaml", []byte(renderedConfig(t, objs))); err != nil {
-		t.Errorf("the rendered example config does not load: %v", err)
+}
+
+// The config the pods get from `--set-file config=config.example.yaml` loads,
+// its RBAC is dynwatch rbac's (checkRendering, in TestRenderings), and every
+// log action's file, a relative path, resolves against the container's
+// working directory to a writable volume (the root file system is
+// read-only: anywhere else, run could not open it and the pod would
+// crash-loop).
+func checkExample(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	file, err := plan.Parse("config.yaml", []byte(renderedConfig(t, objs)))
+	if err != nil {
+		t.Fatalf("the rendered example config does not load: %v", err)
 	}
+	roles := map[string]bool{}
+	for _, u := range ofKind(objs, "Role") {
+		roles[u.GetNamespace()] = true
+	}
+	if !roles["demo"] {
+		t.Errorf("no Role in demo, the namespace of the example's rules: %v", roles)
+	}
+	pt := podTemplate(t, workload(t, objs))
+	c := pt.Spec.Containers[0]
+	var paths int
+	for _, a := range file.Config.Actions {
+		if a.Log == nil || a.Log.Path == "" {
+			continue
+		}
+		paths++
+		p := a.Log.Path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(c.WorkingDir, p)
+		}
+		if !writable(pt.Spec, c, p) {
+			t.Errorf("action %s writes %s (working directory %q), on no writable volume of the pod: %+v", a.Name, p, c.WorkingDir, c.VolumeMounts)
+		}
+	}
+	if paths == 0 {
+		t.Error("the example has no log action with a path: this check checks nothing")
+	}
+}
+
+// writable: path is under a mount of c that is not read-only, of an emptyDir
+// or a claim.
+func writable(pod corev1.PodSpec, c corev1.Container, path string) bool {
+	for _, m := range c.VolumeMounts {
+		rel, err := filepath.Rel(m.MountPath, path)
+		if err != nil || m.ReadOnly || rel == "." || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		for _, v := range pod.Volumes {
+			if v.Name == m.Name && (v.EmptyDir != nil || v.PersistentVolumeClaim != nil) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package charttest
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,10 +27,12 @@ const (
 )
 
 // values are a rendering's values: `--set` strings (as helm parses them) over
-// a values file (YAML), either may be empty.
+// a values file (YAML), and `--set-file` over both (KEY=PATH: the value is
+// the file's text, a string); any may be empty.
 type values struct {
-	file string
-	set  string
+	file    string
+	set     string
+	setFile string
 }
 
 func (v values) String() string {
@@ -40,13 +43,16 @@ func (v values) String() string {
 	if v.file != "" {
 		parts = append(parts, "-f <values>")
 	}
+	if v.setFile != "" {
+		parts = append(parts, "--set-file "+v.setFile)
+	}
 	if len(parts) == 0 {
 		return "defaults"
 	}
 	return strings.Join(parts, " ")
 }
 
-// parse merges them as `helm install -f FILE --set SET` does.
+// parse merges them as `helm install -f FILE --set SET --set-file KEY=PATH` does.
 func (v values) parse() (map[string]any, error) {
 	vals := map[string]any{}
 	if v.file != "" {
@@ -61,13 +67,23 @@ func (v values) parse() (map[string]any, error) {
 			return nil, fmt.Errorf("--set %s: %w", v.set, err)
 		}
 	}
+	if v.setFile != "" {
+		// helm's own reader for --set-file: the file's text as a string.
+		read := func(rs []rune) (any, error) {
+			b, err := os.ReadFile(string(rs))
+			return string(b), err
+		}
+		if err := strvals.ParseIntoFile(v.setFile, vals, read); err != nil {
+			return nil, fmt.Errorf("--set-file %s: %w", v.setFile, err)
+		}
+	}
 	return vals, nil
 }
 
-// renderChart renders the chart as `helm install --dry-run` would, the values
-// checked against values.schema.json first, and returns its objects in the
-// order of their files.
-func renderChart(v values) ([]*unstructured.Unstructured, error) {
+// renderFiles renders the chart as `helm install --dry-run` would, the
+// values checked against values.schema.json first: each template's text by
+// its name (dynwatch/templates/NOTES.txt among them).
+func renderFiles(v values) (map[string]string, error) {
 	vals, err := v.parse()
 	if err != nil {
 		return nil, err
@@ -81,7 +97,13 @@ func renderChart(v values) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := engine.Render(ch, rv)
+	return engine.Render(ch, rv)
+}
+
+// renderChart renders the chart (renderFiles) and returns its objects, hooks
+// included, in the order of their files.
+func renderChart(v values) ([]*unstructured.Unstructured, error) {
+	files, err := renderFiles(v)
 	if err != nil {
 		return nil, err
 	}
@@ -175,13 +197,31 @@ func workload(t *testing.T, objs []*unstructured.Unstructured) *unstructured.Uns
 	return w[0]
 }
 
-// renderedConfig is the config file the pods run: the ConfigMap's config.yaml.
+// renderedConfig is the config file the pods run: the config.yaml of the
+// ConfigMap named after the release.
 func renderedConfig(t *testing.T, objs []*unstructured.Unstructured) string {
 	t.Helper()
-	cm := one(t, objs, "ConfigMap")
+	return configOf(t, named(t, objs, "ConfigMap", release))
+}
+
+// configOf is a ConfigMap's config.yaml.
+func configOf(t *testing.T, cm *unstructured.Unstructured) string {
+	t.Helper()
 	s, found, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
 	if !found {
-		t.Fatal("the ConfigMap has no config.yaml")
+		t.Fatalf("the ConfigMap %s has no config.yaml", cm.GetName())
 	}
 	return s
+}
+
+// named returns the object of kind with that name, or fails.
+func named(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, u := range ofKind(objs, kind) {
+		if u.GetName() == name {
+			return u
+		}
+	}
+	t.Fatalf("no %s named %s", kind, name)
+	return nil
 }

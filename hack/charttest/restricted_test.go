@@ -1,6 +1,7 @@
 package charttest
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,9 +22,14 @@ func podTemplate(t *testing.T, w *unstructured.Unstructured) corev1.PodTemplateS
 	return pt
 }
 
-// checkRestricted evaluates every workload's pod with the Pod Security
-// admission's own checks at the restricted level, latest version (the API
-// server enforces the same in TestDryRun).
+// podKinds are the kinds of the chart that make pods: the workload and the
+// config check's Job.
+var podKinds = []string{"Deployment", "StatefulSet", "Job"}
+
+// checkRestricted evaluates every pod the rendering makes (the workload's,
+// and the config check's) with the Pod Security admission's own checks at
+// the restricted level, latest version (the API server enforces the same in
+// TestDryRun).
 func checkRestricted(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
 	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
@@ -33,7 +39,7 @@ func checkRestricted(t *testing.T, objs []*unstructured.Unstructured) {
 	lv := psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}
 	n := 0
 	for _, u := range objs {
-		if u.GetKind() != "Deployment" && u.GetKind() != "StatefulSet" {
+		if !slices.Contains(podKinds, u.GetKind()) {
 			continue
 		}
 		n++

@@ -144,9 +144,11 @@ certificates.k8s.io/certificatesigningrequests
 dynwatch.grants is what `dynwatch rbac` grants for the config, offline: list
 and watch on each selector's group and resource, cluster-wide for a rule that
 watches every namespace or a built-in cluster-scoped resource
-(dynwatch.clusterScoped), else in each of its namespaces. A selector that does
-not name its group and resource exactly fails the render, as it fails
-`dynwatch rbac` without --cluster. The result, as YAML:
+(dynwatch.clusterScoped), else in each of its namespaces. Selectors that do
+not name their group and resource exactly fail the render, as they fail
+`dynwatch rbac` without --cluster, in one line that names them all and says
+what to set (RBAC has no group patterns, and a "*" group would grant more than
+the selector watches). The result, as YAML:
   cluster:    {GROUP: [RESOURCE, …]}
   namespaces: {NAMESPACE: {GROUP: [RESOURCE, …]}}
 */}}
@@ -166,7 +168,7 @@ not name its group and resource exactly fails the render, as it fails
 {{- $g := get $s "group" }}
 {{- $res := get $s "resource" }}
 {{- if or (not (hasKey $s "group")) (not (kindIs "string" $g)) (not (kindIs "string" $res)) (eq (toString $res) "") (regexMatch "[*?\\[]" (printf "%v%v" $g $res)) }}
-{{- $errs = append $errs (printf "rule %v: selector %s needs discovery to resolve (give group and resource exactly, or set rbac.create=false and apply what `dynwatch rbac --cluster` prints)" (get $r "name") (toJson $s)) }}
+{{- $errs = append $errs (printf "rule %v: selector %s" (get $r "name") (toJson $s)) }}
 {{- else if and $nss (not (has (printf "%s/%s" $g $res) $clusterScoped)) }}
 {{- range $ns := $nss }}
 {{- $m := get $byNS $ns | default dict }}
@@ -179,7 +181,7 @@ not name its group and resource exactly fails the render, as it fails
 {{- end }}
 {{- end }}
 {{- if $errs }}
-{{- fail (join "\n" $errs) }}
+{{- fail (printf "rbac.create: %s need discovery to resolve (a glob, a kind, or no group), and RBAC needs exact groups and resources: give each selector group and resource exactly, or install with --set rbac.create=false and apply what `dynwatch rbac --cluster --config FILE --namespace %s --service-account %s` prints" (join "; " $errs) .Release.Namespace (include "dynwatch.serviceAccountName" .)) }}
 {{- end }}
 {{- toYaml (dict "cluster" $cluster "namespaces" $byNS) }}
 {{- end }}
@@ -191,6 +193,28 @@ not name its group and resource exactly fails the render, as it fails
   resources: {{ get $ $g | uniq | sortAlpha | toJson }}
   verbs: [list, watch]
 {{- end }}
+{{- end }}
+
+{{/* dynwatch.image is the image the pods and the config check run. */}}
+{{- define "dynwatch.image" -}}
+{{ printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion | toString) | quote }}
+{{- end }}
+
+{{/* dynwatch.podSecurityContext and dynwatch.containerSecurityContext: the restricted Pod Security level, for the pods and the config check alike. */}}
+{{- define "dynwatch.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "dynwatch.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: [ALL]
 {{- end }}
 
 {{/* dynwatch.podTemplate is the pod of the Deployment or the StatefulSet: restricted, probed, its config mounted. */}}
@@ -215,17 +239,15 @@ spec:
     {{- toYaml . | nindent 4 }}
   {{- end }}
   securityContext:
-    runAsNonRoot: true
-    runAsUser: 65532
-    runAsGroup: 65532
-    fsGroup: 65532
-    seccompProfile:
-      type: RuntimeDefault
+    {{- include "dynwatch.podSecurityContext" . | nindent 4 }}
   containers:
     - name: dynwatch
-      image: {{ printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion | toString) | quote }}
+      image: {{ include "dynwatch.image" . }}
       imagePullPolicy: {{ .Values.image.pullPolicy }}
       args: [run, --config, /etc/dynwatch/config.yaml]
+      # A relative path in the config (a log action's path) is in the
+      # scratch volume: the root file system is read-only.
+      workingDir: /tmp
       env:
         # A shard's index is the ordinal of its pod's name (dynwatch-2: shard 2).
         - name: POD_NAME
@@ -252,14 +274,13 @@ spec:
       resources:
         {{- toYaml .Values.resources | nindent 8 }}
       securityContext:
-        allowPrivilegeEscalation: false
-        readOnlyRootFilesystem: true
-        capabilities:
-          drop: [ALL]
+        {{- include "dynwatch.containerSecurityContext" . | nindent 8 }}
       volumeMounts:
         - name: config
           mountPath: /etc/dynwatch
           readOnly: true
+        - name: tmp
+          mountPath: /tmp
         {{- if .Values.state.enabled }}
         - name: state
           mountPath: {{ dir .Values.state.path }}
@@ -268,6 +289,8 @@ spec:
     - name: config
       configMap:
         name: {{ include "dynwatch.fullname" . }}
+    - name: tmp
+      emptyDir: {}
   {{- with .Values.nodeSelector }}
   nodeSelector:
     {{- toYaml . | nindent 4 }}
@@ -280,4 +303,46 @@ spec:
   tolerations:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+{{- end }}
+
+{{/* dynwatch.labelList is a label map as k=v, k=v (sorted), or "none of its own" when empty. */}}
+{{- define "dynwatch.labelList" -}}
+{{- $out := list }}
+{{- range $k := keys . | sortAlpha }}
+{{- $out = append $out (printf "%s=%s" $k (get $ $k)) }}
+{{- end }}
+{{- if $out }}{{ join ", " $out }}{{ else }}none of its own{{ end }}
+{{- end }}
+
+{{/* dynwatch.peer says what one NetworkPolicy peer (.peer, in namespace .ns) admits, in words. */}}
+{{- define "dynwatch.peer" -}}
+{{- $p := .peer }}
+{{- $parts := list }}
+{{- if hasKey $p "namespaceSelector" }}
+{{- $parts = append $parts (printf "namespaces %s" (include "dynwatch.selectorWords" $p.namespaceSelector)) }}
+{{- end }}
+{{- if hasKey $p "podSelector" }}
+{{- $parts = append $parts (printf "pods %s" (include "dynwatch.selectorWords" $p.podSelector)) }}
+{{- if not (hasKey $p "namespaceSelector") }}
+{{- $parts = append $parts (printf "in %s" .ns) }}
+{{- end }}
+{{- else if hasKey $p "namespaceSelector" }}
+{{- $parts = append $parts "any pod in them" }}
+{{- end }}
+{{- with $p.ipBlock }}
+{{- $parts = append $parts (printf "addresses in %s%s" .cidr (ternary (printf " except %s" (join ", " (.except | default list))) "" (not (empty .except)))) }}
+{{- end }}
+{{- join ", " $parts }}
+{{- end }}
+
+{{/* dynwatch.selectorWords is a label selector as "labelled k=v" (or "all" when it selects everything). */}}
+{{- define "dynwatch.selectorWords" -}}
+{{- $w := list }}
+{{- range $k := keys (.matchLabels | default dict) | sortAlpha }}
+{{- $w = append $w (printf "%s=%s" $k (get $.matchLabels $k)) }}
+{{- end }}
+{{- range .matchExpressions }}
+{{- $w = append $w (printf "%s %s %v" .key .operator (.values | default list)) }}
+{{- end }}
+{{- if $w }}labelled {{ join ", " $w }}{{ else }}of any label{{ end }}
 {{- end }}
