@@ -25,20 +25,37 @@ type Column struct {
 	Name, Path string
 }
 
-// ParseColumns reads --columns NAME=PATH,NAME=PATH.
+// ParseColumns reads --columns NAME=PATH,… or, as kubectl's custom-columns,
+// NAME:PATH,…; PATH is a gjson path or kubectl's spelling of one (.spec.size,
+// {.spec.size}: see kubePath).
 func ParseColumns(s string) ([]Column, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
 	var cols []Column
 	for _, part := range strings.Split(s, ",") {
-		name, path, ok := strings.Cut(strings.TrimSpace(part), "=")
+		name, path, ok := SplitColumn(part)
 		if !ok || name == "" || path == "" {
-			return nil, fmt.Errorf("--columns: want NAME=PATH[,NAME=PATH…], got %q", part)
+			return nil, fmt.Errorf("--columns: want NAME=PATH[,NAME=PATH…] (or kubectl's NAME:.spec.path), got %q", part)
 		}
-		cols = append(cols, Column{Name: name, Path: path})
+		gpath, err := kubePath(path)
+		if err != nil {
+			return nil, fmt.Errorf("--columns %s: %v", strings.TrimSpace(part), err)
+		}
+		cols = append(cols, Column{Name: name, Path: gpath})
 	}
 	return cols, nil
+}
+
+// SplitColumn cuts one --columns entry at its first = or : (NAME=PATH,
+// NAME:PATH), whichever comes first.
+func SplitColumn(part string) (name, path string, ok bool) {
+	part = strings.TrimSpace(part)
+	i := strings.IndexAny(part, "=:")
+	if i < 0 {
+		return part, "", false
+	}
+	return strings.TrimSpace(part[:i]), strings.TrimSpace(part[i+1:]), true
 }
 
 // Options configure a tail.

@@ -37,7 +37,7 @@ func (f *tailFlags) register(fs *flag.FlagSet) {
 	fs.StringVarP(&f.selector, "selector", "l", "", "label selector, e.g. app=web,tier!=cache")
 	fs.Var(&f.where, "where", "filter 'PATH OP VALUE', '!PATH' or 'PATH'; repeatable, all must hold")
 	fs.Var(&f.whereCEL, "where-cel", "filter by a CEL expression over object and oldObject, e.g. 'object.status.readyReplicas < object.spec.replicas'; repeatable")
-	fs.StringVar(&f.columns, "columns", "", "extra table columns NAME=PATH,… (gjson paths); in JSON, payload fields")
+	fs.StringVar(&f.columns, "columns", "", "extra table columns NAME=PATH,… or NAME:PATH,… (gjson paths, or kubectl's .spec.size and {.spec.size}); in JSON, payload fields")
 	fs.StringVarP(&f.output, "output", "o", "table", "output: table, wide, json, yaml or name")
 	fs.BoolVar(&f.initial, "initial", false, "also print the objects that exist at start (as add)")
 	fs.BoolVar(&f.noHeaders, "no-headers", false, "table and wide: no header line")
@@ -202,7 +202,7 @@ func (f *tailFlags) flagTerms(p config.Problem) string {
 	case strings.HasPrefix(path, "fields."):
 		name := strings.TrimPrefix(path, "fields.")
 		for _, part := range strings.Split(f.columns, ",") {
-			if n, _, _ := strings.Cut(strings.TrimSpace(part), "="); n == name {
+			if n, _, _ := tail.SplitColumn(part); n == name {
 				return "--columns " + strings.TrimSpace(part)
 			}
 		}
