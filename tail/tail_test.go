@@ -159,6 +159,7 @@ func TestTableGolden(t *testing.T) {
 		},
 		Columns: []Column{{Name: "size", Path: "spec.size"}, {Name: "mode", Path: "data.mode"}},
 	})
+	p.Hold() // as tail holds the header and the initial list
 	if err := p.Header(); err != nil {
 		t.Fatal(err)
 	}
@@ -188,6 +189,9 @@ func TestTableGolden(t *testing.T) {
 		if err := p.Print(pl); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := p.Release(); err != nil {
+		t.Fatal(err)
 	}
 	const golden = "testdata/table.golden"
 	if *update {
