@@ -28,7 +28,9 @@ func TestTailNamesEventsAsKubectl(t *testing.T) {
 		"events.events.k8s.io": "events.k8s.io", "events.v1.events.k8s.io": "events.k8s.io", "ev.events.k8s.io": "events.k8s.io"} {
 		t.Run(name, func(t *testing.T) {
 			out, stderr, stop := background(t, "tail", name, "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "json")
-			waitOutput(t, out, "the listed Event", func(s string) bool { return strings.Contains(s, "an-event") || strings.Contains(stderr.String(), "dynwatch tail:") })
+			waitOutput(t, out, "the listed Event", func(s string) bool {
+				return strings.Contains(s, "an-event") || strings.Contains(stderr.String(), "dynwatch tail:")
+			})
 			if code := stop(); code != exitOK {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
