@@ -67,8 +67,10 @@ func TestTailListedTableLinesUp(t *testing.T) {
 		}
 	}
 	long := "a-gadget-with-a-name-longer-than-any-column-default"
-	if !strings.Contains(lines[2]+lines[1], long+"   ") || !strings.HasSuffix(lines[1]+lines[2], "51") {
-		t.Errorf("want the long name padded by three spaces and SIZE from .spec.size:\n%s", s)
+	for _, l := range lines[1:] {
+		if strings.Contains(l, long) && (!strings.Contains(l, long+"   ") || !strings.HasSuffix(l, " 51")) {
+			t.Errorf("want the long name padded by three spaces and SIZE from .spec.size:\n%s", s)
+		}
 	}
 }
 
