@@ -25,7 +25,41 @@ func (f *File) Warnings() []Problem {
 				"kinds match exactly, so this entry may blank nothing", k))
 		}
 	}
+	out = append(out, f.twoGroupWarnings()...)
 	return append(out, f.insecureWarnings()...)
+}
+
+// builtinInTwoGroups are the built-in resources that two API groups serve
+// (resource → kind, groups): a selector that names one without a group
+// selects both, and each object then comes twice.
+var builtinInTwoGroups = map[string]struct {
+	kind   string
+	groups [2]string
+}{
+	"events": {"Event", [2]string{"", "events.k8s.io"}},
+}
+
+// twoGroupWarnings warns about each rule selector that names, without a
+// group, a built-in resource two groups serve (events: the core group's and
+// events.k8s.io's), saying how to pick one.
+func (f *File) twoGroupWarnings() []Problem {
+	var out []Problem
+	for i, r := range f.Config.Rules {
+		for j, s := range r.Resources {
+			if s.Group.Set {
+				continue
+			}
+			for res, b := range builtinInTwoGroups {
+				if s.Resource != res && (s.Resource != "" || s.Kind != b.kind) {
+					continue
+				}
+				out = append(out, f.Problem(fmt.Sprintf("rules[%d].resources[%d]", i, j),
+					"warning: %s are served by two API groups, the core group and %s, and this selector, without a group, selects both: each %s comes twice; "+
+						"add group: \"\" for the core group's (what kubectl get %s shows) or group: %s", res, b.groups[1], b.kind, res, b.groups[1]))
+			}
+		}
+	}
+	return out
 }
 
 // LogWarnings logs each of the file's warnings at warning level, with its

@@ -57,6 +57,10 @@ type Catalog struct {
 	Resources []Resource
 	// Failed maps a group/version to why its resources could not be listed.
 	Failed map[schema.GroupVersion]error
+	// Groups are the API groups in the order the server lists them, the core
+	// group ("") first: the order in which kubectl's RESTMapper prefers a
+	// group when a name fits resources of several (Find).
+	Groups []string
 }
 
 // Load reads discovery. A partial failure (some group/versions unavailable) is not
@@ -74,8 +78,12 @@ func Load(dc discovery.DiscoveryInterface) (*Catalog, error) {
 		}
 	}
 	preferred := map[string]string{}
+	c.Groups = []string{""}
 	for _, g := range groups {
 		preferred[g.Name] = g.PreferredVersion.Version
+		if g.Name != "" {
+			c.Groups = append(c.Groups, g.Name)
+		}
 	}
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)

@@ -18,7 +18,7 @@ func testCatalog() *Catalog {
 		{Group: "test.example.com", Version: "v2", Resource: "widgets", Singular: "widget", Kind: "Widget", Namespaced: true, Verbs: lw, ShortNames: []string{"wg"}, Preferred: true},
 		{Group: "test.example.com", Version: "v1", Resource: "widgets", Singular: "widget", Kind: "Widget", Namespaced: true, Verbs: lw, ShortNames: []string{"wg"}},
 		{Group: "other.example.org", Version: "v1", Resource: "gizmos", Singular: "gizmo", Kind: "Gizmo", Namespaced: false, Verbs: lw, Preferred: true},
-	}}
+	}, Groups: []string{"", "events.k8s.io", "apps", "test.example.com", "other.example.org"}}
 	c.sort()
 	return c
 }
@@ -74,8 +74,10 @@ func TestFind(t *testing.T) {
 		{"widgets.v1.test.example.com", "widgets.v1.test.example.com", ""},
 		{"events.events.k8s.io", "events.v1.events.k8s.io", ""},
 		{"gizmo", "gizmos.v1.other.example.org", ""},
-		{"events", "", `resource "events" is ambiguous: it could be events, events.events.k8s.io`},
-		{"ev", "", "ambiguous"},
+		{"events", "events.v1", ""},
+		{"ev", "events.v1", ""},
+		{"Event", "events.v1", ""},
+		{"events.v1.events.k8s.io", "events.v1.events.k8s.io", ""},
 		{"widgts", "", `unknown resource "widgts" (did you mean widgets.test.example.com?)`},
 		{"bindings", "", "bindings is served but cannot be listed and watched"},
 		{"widgets.nowhere.io", "", "unknown resource"},

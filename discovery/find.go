@@ -12,69 +12,6 @@ import (
 // resource alone for the core group.
 func (r Resource) Name() string { return r.Ref().Name() }
 
-// Find resolves a resource name the way kubectl does: plural, singular, kind or
-// short name (case-insensitive), optionally followed by .group or
-// .version.group. Without a version, the group's preferred version is used. A
-// name that fits resources of several groups is an error that lists them, as is
-// a name that fits none (with the closest names).
-func (c *Catalog) Find(name string) (Resource, error) {
-	name = strings.ToLower(strings.TrimSpace(name))
-	if name == "" {
-		return Resource{}, fmt.Errorf("empty resource name")
-	}
-	type query struct{ res, version, group string }
-	queries := []query{{res: name, group: "*"}}
-	if head, rest, ok := strings.Cut(name, "."); ok {
-		queries = append(queries, query{res: head, group: rest})
-		if v, g, ok := strings.Cut(rest, "."); ok && looksLikeVersion(v) {
-			queries = append(queries, query{res: head, version: v, group: g})
-		}
-	}
-	var found []Resource
-	for _, r := range c.Resources {
-		if !r.Watchable() {
-			continue
-		}
-		for _, q := range queries {
-			if (q.group != "*" && q.group != r.Group) || !nameFits(q.res, r) {
-				continue
-			}
-			if (q.version == "" && !r.Preferred) || (q.version != "" && q.version != r.Version) {
-				continue
-			}
-			if !slices.ContainsFunc(found, func(f Resource) bool { return f.GVR() == r.GVR() }) {
-				found = append(found, r)
-			}
-		}
-	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		for _, r := range c.Resources {
-			for _, q := range queries {
-				if (q.group == "*" || q.group == r.Group) && nameFits(q.res, r) && !r.Watchable() {
-					return Resource{}, fmt.Errorf("%s is served but cannot be listed and watched (its verbs: %s)", r.Name(), strings.Join(r.Verbs, ", "))
-				}
-			}
-		}
-		return Resource{}, fmt.Errorf("unknown resource %q%s", name, c.suggest(name))
-	}
-	var names []string
-	for _, r := range found {
-		names = append(names, r.Name())
-	}
-	return Resource{}, fmt.Errorf("resource %q is ambiguous: it could be %s (give one of these names)", name, strings.Join(names, ", "))
-}
-
-func nameFits(n string, r Resource) bool {
-	return n == r.Resource || n == r.Singular || n == strings.ToLower(r.Kind) || slices.Contains(r.ShortNames, n)
-}
-
-func looksLikeVersion(s string) bool {
-	return len(s) > 1 && s[0] == 'v' && s[1] >= '0' && s[1] <= '9'
-}
-
 // suggest lists served resources whose names are close to name.
 func (c *Catalog) suggest(name string) string {
 	head, _, _ := strings.Cut(name, ".")

@@ -20,11 +20,18 @@ import (
 // Printer writes payloads as table rows (table, wide), JSON lines (json), YAML
 // documents (yaml) or kind/name lines (name). It is safe for the concurrent
 // calls of several informers.
+//
+// A table's columns are as wide as the widest cell printed so far, as
+// kubectl's tabwriter sizes a batch of rows: while the printer is held (Hold),
+// its rows (the header and the initial list) wait and are sized together
+// when it is released; after that, a longer cell widens its column for the
+// rows that follow.
 type Printer struct {
-	mu      sync.Mutex
-	o       Options
-	widths  []int
-	printed bool
+	mu     sync.Mutex
+	o      Options
+	widths []int
+	holds  int        // Hold calls not yet Released
+	held   [][]string // rows waiting for the last Release
 }
 
 // The table's fixed columns, as kubectl get -w would show them, and what wide adds.
@@ -42,22 +49,39 @@ func NewPrinter(o Options) *Printer {
 		o.Now = time.Now
 	}
 	p := &Printer{o: o}
-	// Columns start as wide as their header, or as a typical value, and grow
-	// when a longer value comes by: a stream cannot be measured in advance.
-	p.widths = []int{len("15:04:05"), len("update"), len("RESOURCE"), 16, 28, 5, 24}
-	for _, r := range o.Resources {
-		p.widths[2] = max(p.widths[2], len(r.Name()))
-	}
-	if o.Output == "wide" {
-		p.widths = append(p.widths, 36, 16)
-	}
-	for _, c := range o.Columns {
-		p.widths = append(p.widths, max(len(c.Name), 8))
-	}
-	if o.ClusterColumn {
-		p.widths = append([]int{len("CLUSTER")}, p.widths...)
-	}
+	p.widths = make([]int, len(p.headerCells()))
 	return p
+}
+
+// Hold makes table rows wait until as many Release calls as Holds, so that
+// they are sized together. Other outputs are never held.
+func (p *Printer) Hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holds++
+}
+
+// Release ends one Hold; the last one writes the rows held, every column as
+// wide as its widest cell among them.
+func (p *Printer) Release() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.holds == 0 {
+		return nil
+	}
+	if p.holds--; p.holds > 0 {
+		return nil
+	}
+	for _, cells := range p.held {
+		p.widen(cells)
+	}
+	var b strings.Builder
+	for _, cells := range p.held {
+		p.format(&b, cells)
+	}
+	p.held = nil
+	_, err := io.WriteString(p.o.Out, b.String())
+	return err
 }
 
 func (p *Printer) tabular() bool {
@@ -70,6 +94,10 @@ func (p *Printer) Header() error {
 	if !p.tabular() || p.o.NoHeaders {
 		return nil
 	}
+	return p.row(p.headerCells())
+}
+
+func (p *Printer) headerCells() []string {
 	cells := slices.Clone(tableColumns)
 	if p.o.Output == "wide" {
 		cells = append(cells, wideColumns...)
@@ -80,7 +108,7 @@ func (p *Printer) Header() error {
 	if p.o.ClusterColumn {
 		cells = append([]string{"CLUSTER"}, cells...)
 	}
-	return p.row(cells)
+	return cells
 }
 
 // Print writes one payload.
@@ -166,22 +194,41 @@ func cell(raw json.RawMessage) string {
 	return r.Raw
 }
 
+// row writes a table row, or keeps it while the printer is held.
 func (p *Printer) row(cells []string) error {
+	clean := make([]string, len(cells))
+	for i, c := range cells {
+		clean[i] = printable(c)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var b strings.Builder
-	for i, c := range cells {
-		c = printable(c)
-		if i == len(cells)-1 {
-			b.WriteString(c)
-			break
-		}
-		n := utf8.RuneCountInString(c)
-		p.widths[i] = max(p.widths[i], n)
-		b.WriteString(c)
-		b.WriteString(strings.Repeat(" ", p.widths[i]-n+3))
+	if p.holds > 0 {
+		p.held = append(p.held, clean)
+		return nil
 	}
-	b.WriteByte('\n')
+	p.widen(clean)
+	var b strings.Builder
+	p.format(&b, clean)
 	_, err := io.WriteString(p.o.Out, b.String())
 	return err
+}
+
+// widen makes each column (but the last, which is not padded) as wide as
+// its cell in cells.
+func (p *Printer) widen(cells []string) {
+	for i, c := range cells[:len(cells)-1] {
+		p.widths[i] = max(p.widths[i], utf8.RuneCountInString(c))
+	}
+}
+
+// format writes cells as one line, each column padded to its width and
+// three spaces, as kubectl's tabwriter pads them.
+func (p *Printer) format(b *strings.Builder, cells []string) {
+	for i, c := range cells {
+		b.WriteString(c)
+		if i < len(cells)-1 {
+			b.WriteString(strings.Repeat(" ", p.widths[i]-utf8.RuneCountInString(c)+3))
+		}
+	}
+	b.WriteByte('\n')
 }

@@ -16,25 +16,34 @@ import (
 // path that no listed object has, a --where-cel expression that never yielded
 // true or false (a missing key, say). Such a filter makes tail silent, which
 // looks like nothing happening; after the initial list, tail says so once.
+// A --columns path that no listed object has gets the same word: its column
+// would read <none> throughout. With a name (tail TYPE NAME), it also notes
+// whether an object of that name was listed.
 type probe struct {
 	mu      sync.Mutex
 	done    bool
 	objects int
 	checks  []*probeCheck
+	name    string // tail TYPE NAME's name; "" without one
+	named   bool   // an object of that name was listed
 }
 
-// probeCheck is one filter the probe follows.
+// probeCheck is one filter or column the probe follows.
 type probeCheck struct {
-	spec  config.ConditionSpec
-	found int         // path: objects that have it
-	cel   *rules.Rule // CEL: the expression alone, to count its errors
+	spec   config.ConditionSpec
+	column string      // the --columns name, for a column's path
+	found  int         // path: objects that have it
+	cel    *rules.Rule // CEL: the expression alone, to count its errors
 }
 
 // newProbe follows the filters of where that can be missed: paths (except
 // notExists, which a missing path satisfies) and CEL expressions (except those
 // that read oldObject, which no object of the initial list has).
-func newProbe(where []config.ConditionSpec) *probe {
-	p := &probe{}
+func newProbe(where []config.ConditionSpec, columns []Column, name string) *probe {
+	p := &probe{name: name}
+	for _, c := range columns {
+		p.checks = append(p.checks, &probeCheck{spec: config.ConditionSpec{Path: c.Path}, column: c.Name})
+	}
 	for _, cs := range where {
 		c := &probeCheck{spec: cs}
 		switch {
@@ -59,7 +68,7 @@ func newProbe(where []config.ConditionSpec) *probe {
 
 // observe counts an event of the initial list.
 func (p *probe) observe(ev *event.Event) {
-	if ev.Origin != event.InitialList || len(p.checks) == 0 {
+	if ev.Origin != event.InitialList || (len(p.checks) == 0 && p.name == "") {
 		return
 	}
 	p.mu.Lock()
@@ -68,6 +77,7 @@ func (p *probe) observe(ev *event.Event) {
 		return
 	}
 	p.objects++
+	p.named = p.named || (p.name != "" && ev.Name == p.name)
 	for _, c := range p.checks {
 		if c.cel != nil {
 			c.cel.Holds(ev)
@@ -75,6 +85,14 @@ func (p *probe) observe(ev *event.Event) {
 			c.found++
 		}
 	}
+}
+
+// listedName reports whether an object of the probe's name was listed; call
+// it after report.
+func (p *probe) listedName() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.named
 }
 
 // report warns, once, about each filter no listed object could satisfy; it
@@ -94,6 +112,9 @@ func (p *probe) report(log *slog.Logger) {
 		case c.cel != nil && c.cel.CELErrors() >= uint64(p.objects):
 			log.Warn("--where-cel yielded no true or false on any object listed (an error, such as a missing key, counts as false): nothing can match it",
 				"expr", c.spec.CEL, "objects", p.objects)
+		case c.column != "" && c.found == 0:
+			log.Warn("--columns path is missing on every object listed: its column reads <none> until one has it",
+				"column", c.column, "path", c.spec.Path, "objects", p.objects)
 		case c.cel == nil && c.found == 0:
 			log.Warn("--where path is missing on every object listed: nothing can match it until one has it",
 				"path", c.spec.Path, "objects", p.objects)

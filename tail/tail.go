@@ -2,10 +2,12 @@ package tail
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dynwatch/dynwatch/config"
@@ -25,20 +27,37 @@ type Column struct {
 	Name, Path string
 }
 
-// ParseColumns reads --columns NAME=PATH,NAME=PATH.
+// ParseColumns reads --columns NAME=PATH,… or, as kubectl's custom-columns,
+// NAME:PATH,…; PATH is a gjson path or kubectl's spelling of one (.spec.size,
+// {.spec.size}: see kubePath).
 func ParseColumns(s string) ([]Column, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
 	var cols []Column
 	for _, part := range strings.Split(s, ",") {
-		name, path, ok := strings.Cut(strings.TrimSpace(part), "=")
+		name, path, ok := SplitColumn(part)
 		if !ok || name == "" || path == "" {
-			return nil, fmt.Errorf("--columns: want NAME=PATH[,NAME=PATH…], got %q", part)
+			return nil, fmt.Errorf("--columns: want NAME=PATH[,NAME=PATH…] (or kubectl's NAME:.spec.path), got %q", part)
 		}
-		cols = append(cols, Column{Name: name, Path: path})
+		gpath, err := kubePath(path)
+		if err != nil {
+			return nil, fmt.Errorf("--columns %s: %v", strings.TrimSpace(part), err)
+		}
+		cols = append(cols, Column{Name: name, Path: gpath})
 	}
 	return cols, nil
+}
+
+// SplitColumn cuts one --columns entry at its first = or : (NAME=PATH,
+// NAME:PATH), whichever comes first.
+func SplitColumn(part string) (name, path string, ok bool) {
+	part = strings.TrimSpace(part)
+	i := strings.IndexAny(part, "=:")
+	if i < 0 {
+		return part, "", false
+	}
+	return strings.TrimSpace(part[:i]), strings.TrimSpace(part[i+1:]), true
 }
 
 // Options configure a tail.
@@ -51,15 +70,23 @@ type Options struct {
 	Output        string         // table (default), wide, json, yaml or name
 	NoHeaders     bool           // a table without its header line
 	Location      *time.Location // of the TIME column; default: local time
-	Initial       bool           // also print the objects that exist at start
-	Out           io.Writer
-	Logger        *slog.Logger
-	Now           func() time.Time
+	// Initial: print the objects that exist at start first (as add events),
+	// as kubectl get -w lists them; a table sizes its columns to them. False
+	// is --watch-only: changes only.
+	Initial bool
+	// Name is the one object's name of tail TYPE NAME (its filter is in
+	// Where): with Initial, Run fails with a NotFoundError when the initial
+	// list has no object of that name, as kubectl get -w NAME does.
+	Name   string
+	Out    io.Writer
+	Logger *slog.Logger
+	Now    func() time.Time
 	// Cluster names the cluster client reaches, with several (tail
 	// --cluster): in each payload. ClusterColumn gives the table a CLUSTER
 	// column. Printer, when set, is shared by the tails of several
-	// clusters (its header written once, by the caller). Default: "", no
-	// column, a printer of its own.
+	// clusters (its header written once, by the caller, who, with Initial,
+	// holds it once per tail: each Run releases it once, after its initial
+	// list). Default: "", no column, a printer of its own.
 	Cluster       string
 	ClusterColumn bool
 	Printer       *Printer
@@ -101,9 +128,17 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 	p := o.Printer
 	if p == nil {
 		p = NewPrinter(o)
+		if o.Initial {
+			p.Hold()
+		}
 		if err := p.Header(); err != nil {
 			return err
 		}
+	}
+	release := func() error { return nil }
+	if o.Initial {
+		release = sync.OnceValue(p.Release)
+		defer func() { _ = release() }()
 	}
 	red := o.Redactor
 	if red == nil {
@@ -111,7 +146,11 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 	}
 	eval := &rules.Evaluator{Redactor: red}
 	only := []*rules.Rule{rule}
-	pr := newProbe(o.Where)
+	name := ""
+	if o.Initial {
+		name = o.Name
+	}
+	pr := newProbe(o.Where, o.Columns, name)
 	mgr := dyninformer.NewManager(client, func(_ dyninformer.Key, ev *event.Event) {
 		pr.observe(ev)
 		ev.Cluster = o.Cluster
@@ -126,21 +165,56 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 		watches = append(watches, dyninformer.Watch{Resource: r.Ref(), Namespace: o.Namespace})
 	}
 	_, _ = mgr.Set(watches, dyninformer.ListsKnown)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Run(ctx) }()
 	if mgr.WaitForSync(ctx) {
-		var names []string
-		for _, r := range o.Resources {
-			names = append(names, r.Name())
+		if err := release(); err != nil {
+			o.Logger.Error("write", "err", err)
 		}
-		if o.Cluster != "" {
-			o.Logger.Info("following", "resources", strings.Join(names, ","), "namespace", nsOrAll(o.Namespace), "cluster", o.Cluster)
-		} else {
-			o.Logger.Info("following", "resources", strings.Join(names, ","), "namespace", nsOrAll(o.Namespace))
-		}
+		o.logFollowing()
 		pr.report(o.Logger)
+		if name != "" && !pr.listedName() {
+			r := o.Resources[0]
+			cancel(&NotFoundError{Resource: r.Name(), Namespace: o.Namespace, Name: name, ClusterScoped: !r.Namespaced})
+		}
 	}
-	return <-done
+	err = <-done
+	if cause := context.Cause(ctx); errors.As(cause, new(*NotFoundError)) {
+		return cause
+	}
+	return err
+}
+
+// NotFoundError is tail TYPE NAME of an object the initial list did not have.
+type NotFoundError struct {
+	Resource, Namespace, Name string
+	ClusterScoped             bool
+}
+
+func (e *NotFoundError) Error() string {
+	where := " in any namespace"
+	switch {
+	case e.ClusterScoped:
+		where = ""
+	case e.Namespace != "":
+		where = fmt.Sprintf(" in namespace %q", e.Namespace)
+	}
+	return fmt.Sprintf("%s %q not found%s (--watch-only waits for it to appear)", e.Resource, e.Name, where)
+}
+
+// logFollowing says, at info level, what tail follows once it has listed.
+func (o *Options) logFollowing() {
+	var names []string
+	for _, r := range o.Resources {
+		names = append(names, r.Name())
+	}
+	if o.Cluster != "" {
+		o.Logger.Info("following", "resources", strings.Join(names, ","), "namespace", nsOrAll(o.Namespace), "cluster", o.Cluster)
+	} else {
+		o.Logger.Info("following", "resources", strings.Join(names, ","), "namespace", nsOrAll(o.Namespace))
+	}
 }
 
 func nsOrAll(ns string) string {

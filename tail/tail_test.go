@@ -38,6 +38,11 @@ func TestParseWhere(t *testing.T) {
 		{"spec.size gt 3", "spec.size", "gt", "3", "!!int"},
 		{"metadata.name matches web-.*", "metadata.name", "matches", "web-.*", "!!str"},
 		{"spec.paused notExists", "spec.paused", "notExists", "", ""},
+		// Paths as kubectl writes them.
+		{".spec.replicas > 3", "spec.replicas", "gt", "3", "!!int"},
+		{"{.spec.size} == 5", "spec.size", "eq", "5", "!!int"},
+		{"!.spec.paused", "spec.paused", "notExists", "", ""},
+		{".spec.containers[0].image =~ nginx.*", "spec.containers.0.image", "matches", "nginx.*", "!!str"},
 		{"status.phase in [Running, Pending]", "status.phase", "in", "", ""},
 		// An operator inside a gjson query is part of the path.
 		{`spec.endpoints.#(interval=="7s")`, `spec.endpoints.#(interval=="7s")`, "exists", "", ""},
@@ -129,6 +134,15 @@ func TestParseColumns(t *testing.T) {
 	if _, err := ParseColumns("replicas"); err == nil {
 		t.Error("a column without a path parsed")
 	}
+	// kubectl's custom-columns form, and its JSONPath.
+	cols, err = ParseColumns("SIZE:.spec.size,IMAGE:{.spec.containers[0].image},app=metadata.labels.app")
+	if err != nil || len(cols) != 3 || cols[0] != (Column{"SIZE", "spec.size"}) || cols[1] != (Column{"IMAGE", "spec.containers.0.image"}) || cols[2] != (Column{"app", "metadata.labels.app"}) {
+		t.Errorf("got %+v, %v", cols, err)
+	}
+	_, err = ParseColumns(`WEB:.spec.containers[?(@.name=="web")].image`)
+	if err == nil || !strings.Contains(err.Error(), `in gjson: spec.containers.#(name=="web").image`) {
+		t.Errorf("a JSONPath filter: %v", err)
+	}
 }
 
 func TestTableGolden(t *testing.T) {
@@ -145,6 +159,7 @@ func TestTableGolden(t *testing.T) {
 		},
 		Columns: []Column{{Name: "size", Path: "spec.size"}, {Name: "mode", Path: "data.mode"}},
 	})
+	p.Hold() // as tail holds the header and the initial list
 	if err := p.Header(); err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +189,9 @@ func TestTableGolden(t *testing.T) {
 		if err := p.Print(pl); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := p.Release(); err != nil {
+		t.Fatal(err)
 	}
 	const golden = "testdata/table.golden"
 	if *update {

@@ -15,13 +15,26 @@ import (
 const WhereSyntax = `--where 'PATH OP VALUE' with OP one of == != > >= < <= =~ (an RE2 regexp matching the whole value),
 or 'PATH' (the path exists) or '!PATH' (it does not). VALUE is read as JSON when it parses
 (5, true, "5", null), else as a string. PATH is a gjson path, e.g. spec.replicas or
-metadata.labels.app\.kubernetes\.io/name. The config's spelled operators work too (spec.replicas gt 3,
+metadata.labels.app\.kubernetes\.io/name, or kubectl's spelling of one (.spec.replicas, {.spec.replicas},
+.spec.containers[0].image). The config's spelled operators work too (spec.replicas gt 3,
 metadata.name matches web-.*, spec.paused notExists). Examples: --where 'spec.replicas > 3'
 --where 'status.phase == Running' --where '!spec.paused'. --where-cel takes a CEL expression over
 object and oldObject instead: --where-cel 'object.status.readyReplicas < object.spec.replicas'`
 
-// ParseWhere reads one --where expression into a condition.
+// ParseWhere reads one --where expression into a condition. Its path may be
+// written as kubectl writes one (.spec.size, {.spec.size}): see kubePath.
 func ParseWhere(expr string) (config.ConditionSpec, error) {
+	cs, err := parseWhere(expr)
+	if err != nil || cs.Path == "" {
+		return cs, err
+	}
+	if cs.Path, err = kubePath(cs.Path); err != nil {
+		return config.ConditionSpec{}, err
+	}
+	return cs, nil
+}
+
+func parseWhere(expr string) (config.ConditionSpec, error) {
 	expr = strings.TrimSpace(expr)
 	if cs, ok, err := parseSpelled(expr); ok || err != nil {
 		return cs, err

@@ -123,7 +123,7 @@ func TestTailErrorsInFlagTerms(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--columns", "size=.spec.size"}, `--columns size=.spec.size: path ".spec.size" has an empty component`},
+		{[]string{"--columns", "size=spec..size"}, `--columns size=spec..size: path "spec..size" has an empty component`},
 		{[]string{"--where", `spec.x =~ \Qfoo`}, `--where "spec.x =~ \\Qfoo": bad regular expression`},
 		{[]string{"--where-cel", "object.spec.x +"}, `--where-cel "object.spec.x +": CEL:`},
 		{[]string{"--where", "spec.size => 3"}, `after the path "spec.size" comes "=>", which is not an operator`},

@@ -339,9 +339,9 @@ func TestTailObjectAndFieldSelector(t *testing.T) {
 	t.Parallel()
 	d, ns := setupTail(t)
 	streams := map[string][]string{
-		"TYPE NAME":        {"tail", "-v", "gadgets", "one", "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "name"},
-		"TYPE/NAME":        {"tail", "-v", "gd/two", "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "name"},
-		"--field-selector": {"tail", "-v", "gadgets", "--field-selector", "metadata.name!=one,spec.tier=gold", "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "name"},
+		"TYPE NAME":        {"tail", "-v", "gadgets", "one", "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "name", "--watch-only"},
+		"TYPE/NAME":        {"tail", "-v", "gd/two", "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "name", "--watch-only"},
+		"--field-selector": {"tail", "-v", "gadgets", "--field-selector", "metadata.name!=one,spec.tier=gold", "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "name", "--watch-only"},
 	}
 	want := map[string]string{"TYPE NAME": "gadget.tail.example.com/one\n", "TYPE/NAME": "gadget.tail.example.com/two\n", "--field-selector": "gadget.tail.example.com/two\n"}
 	outs, stops := map[string]*testenv.Buffer{}, map[string]func() int{}

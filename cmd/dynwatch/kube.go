@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
 	"sync"
 
 	"k8s.io/client-go/discovery"
@@ -22,6 +25,10 @@ func (k *kubeFlags) restConfig() (*rest.Config, error) {
 	rules.ExplicitPath = k.kubeconfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: k.context}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		// client-go's own words point to KUBERNETES_MASTER, which dynwatch does not read.
+		return nil, noCluster(rules)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w (set --kubeconfig or KUBECONFIG, or run in a cluster)", err)
 	}
@@ -33,6 +40,23 @@ func (k *kubeFlags) restConfig() (*rest.Config, error) {
 		cfg.QPS, cfg.Burst = 50, 100
 	}
 	return cfg, nil
+}
+
+// noCluster says that no kubeconfig names a cluster, and how to point
+// dynwatch at one.
+func noCluster(rules *clientcmd.ClientConfigLoadingRules) error {
+	var found []string
+	for _, p := range rules.GetLoadingPrecedence() {
+		if _, err := os.Stat(p); err == nil {
+			found = append(found, p)
+		}
+	}
+	if len(found) == 0 {
+		return errors.New("no cluster to talk to: no kubeconfig found (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not running in a pod; " +
+			"give --kubeconfig FILE or set KUBECONFIG to the file kubectl uses")
+	}
+	return fmt.Errorf("no cluster to talk to: %s has no current context; give --context NAME or run kubectl config use-context NAME",
+		strings.Join(found, ", "))
 }
 
 // defaultNamespace is the kubeconfig context's namespace, as kubectl uses it.

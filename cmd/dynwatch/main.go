@@ -168,43 +168,6 @@ func (k *kubeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.context, "context", "", "the kubeconfig context to use (default: the current context)")
 }
 
-// logFlags choose the format and level of dynwatch's own logs (always stderr).
-type logFlags struct {
-	level        string
-	format       string
-	verbose      bool
-	verboseLevel string
-	fs           *flag.FlagSet
-}
-
-// register adds --log-level, with level as its default, and -v/--verbose,
-// which sets it to verbose unless --log-level is given.
-func (l *logFlags) register(fs *flag.FlagSet, level, verbose string) {
-	l.verboseLevel = verbose
-	fs.StringVar(&l.level, "log-level", level, "dynwatch's own log level: debug, info, warn or error")
-	fs.BoolVarP(&l.verbose, "verbose", "v", false, "more of dynwatch's own logs: --log-level "+verbose)
-	l.fs = fs
-	fs.StringVar(&l.format, "log-format", "text", "log format: text or json")
-}
-
-func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
-	if l.verbose && (l.fs == nil || !l.fs.Changed("log-level")) {
-		l.level = l.verboseLevel
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(l.level)); err != nil {
-		return nil, fmt.Errorf("--log-level: want debug, info, warn or error, got %q", l.level)
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	switch strings.ToLower(l.format) {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format: want text or json, got %q", l.format)
-}
-
 // signalContext returns a context that ends on SIGINT or SIGTERM, and a channel of
 // SIGHUPs.
 func signalContext(ctx context.Context, e *env) (context.Context, <-chan struct{}, func()) {

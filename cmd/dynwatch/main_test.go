@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,7 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	routeKlogs = func(slog.Handler, int) {} // commands run side by side here; the binary's tests see the routing
 	dir, err := os.MkdirTemp("", "dynwatch-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

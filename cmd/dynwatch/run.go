@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/klog/v2"
-
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/daemon"
 	"github.com/dynwatch/dynwatch/internal/dumpable"
@@ -37,7 +35,6 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
-	klog.SetSlogLogger(log)
 	// Not dumpable: the commands of exec actions, which run as dynwatch's
 	// user, cannot read its environment (the config's ${VAR} secrets) or
 	// memory through /proc.

@@ -25,6 +25,7 @@ func (s *stringList) Type() string       { return "stringArray" }
 type tailFlags struct {
 	ns, selector, columns, output  string
 	all, initial, noHeaders, watch bool
+	watchOnly                      bool
 	ignoreUnknown                  bool
 	fieldSelector, name            string
 	where, whereCEL                stringList
@@ -37,9 +38,11 @@ func (f *tailFlags) register(fs *flag.FlagSet) {
 	fs.StringVarP(&f.selector, "selector", "l", "", "label selector, e.g. app=web,tier!=cache")
 	fs.Var(&f.where, "where", "filter 'PATH OP VALUE', '!PATH' or 'PATH'; repeatable, all must hold")
 	fs.Var(&f.whereCEL, "where-cel", "filter by a CEL expression over object and oldObject, e.g. 'object.status.readyReplicas < object.spec.replicas'; repeatable")
-	fs.StringVar(&f.columns, "columns", "", "extra table columns NAME=PATH,… (gjson paths); in JSON, payload fields")
+	fs.StringVar(&f.columns, "columns", "", "extra table columns NAME=PATH,… or NAME:PATH,… (gjson paths, or kubectl's .spec.size and {.spec.size}); in JSON, payload fields")
 	fs.StringVarP(&f.output, "output", "o", "table", "output: table, wide, json, yaml or name")
-	fs.BoolVar(&f.initial, "initial", false, "also print the objects that exist at start (as add)")
+	fs.BoolVar(&f.watchOnly, "watch-only", false, "print changes only, not the objects that exist at start (as kubectl get --watch-only)")
+	fs.BoolVar(&f.initial, "initial", false, "what tail does by default now: list the objects that exist at start first")
+	_ = fs.MarkHidden("initial")
 	fs.BoolVar(&f.noHeaders, "no-headers", false, "table and wide: no header line")
 	fs.BoolVarP(&f.watch, "watch", "w", true, "accepted as with kubectl get -w: tail always watches")
 	fs.StringVar(&f.fieldSelector, "field-selector", "", "as kubectl's: FIELD=VALUE, FIELD==VALUE or FIELD!=VALUE, comma-separated (any field path; checked by tail, not the API server)")
@@ -48,10 +51,14 @@ func (f *tailFlags) register(fs *flag.FlagSet) {
 }
 
 func cmdTail(ctx context.Context, e *env, args []string) int {
-	fs := flagSet(e, "tail", "RESOURCE[,RESOURCE…] | TYPE NAME | TYPE/NAME [-n NS|-A] [--field-selector F=V] [-l SELECTOR] [--where EXPR]… [--where-cel EXPR]… [--columns NAME=PATH,…] [-o table|wide|json|yaml|name] [--no-headers] [--initial]",
-		"Follows several resource types at once and prints one line per event (table) or the event payload\n"+
-			"(json, one object a line, rule \"tail\"). RESOURCE is resolved like kubectl does: plural, singular,\n"+
-			"kind or short name, optionally with .group (widgets.example.com). Ctrl-C stops it.\n\n"+tail.WhereSyntax)
+	fs := flagSet(e, "tail", "RESOURCE[,RESOURCE…] | TYPE NAME | TYPE/NAME [-n NS|-A] [--field-selector F=V] [-l SELECTOR] [--where EXPR]… [--where-cel EXPR]… [--columns NAME=PATH,…] [-o table|wide|json|yaml|name] [--no-headers] [--watch-only]",
+		"Lists the objects that exist (each once, as an add), then follows several resource types at once,\n"+
+			"as kubectl get -w does, printing one line per event (table) or the event payload (json, one object\n"+
+			"a line, rule \"tail\"); --watch-only prints changes only. RESOURCE is resolved as kubectl resolves it:\n"+
+			"plural, singular, short name or kind, optionally with .group or .version.group (widgets.example.com);\n"+
+			"a name two groups serve is the one kubectl picks (events: the core group's; events.events.k8s.io\n"+
+			"for the other). TYPE NAME of an object that does not exist fails (exit 1), as kubectl get -w NAME\n"+
+			"does; with --watch-only it waits for it. Ctrl-C stops it.\n\n"+tail.WhereSyntax)
 	var kf kubeFlags
 	var lf logFlags
 	var tf tailFlags
@@ -117,9 +124,12 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 
 // options checks tail's flags and compiles its filters, before anything connects.
 func (f *tailFlags) options(e *env) (tail.Options, error) {
-	opts := tail.Options{Output: f.output, Initial: f.initial, LabelSelector: f.selector, Out: e.stdout, NoHeaders: f.noHeaders}
+	opts := tail.Options{Output: f.output, Initial: !f.watchOnly, LabelSelector: f.selector, Out: e.stdout, NoHeaders: f.noHeaders, Name: f.name}
 	if !slices.Contains([]string{"table", "wide", "json", "yaml", "name"}, f.output) {
 		return opts, fmt.Errorf("-o: want table, wide, json, yaml or name, got %q", f.output)
+	}
+	if f.initial && f.watchOnly {
+		return opts, errors.New("--initial and --watch-only exclude each other (tail lists what exists by default; --watch-only prints changes only)")
 	}
 	if f.all && f.ns != "" {
 		return opts, errors.New("-n and -A exclude each other")
@@ -202,7 +212,7 @@ func (f *tailFlags) flagTerms(p config.Problem) string {
 	case strings.HasPrefix(path, "fields."):
 		name := strings.TrimPrefix(path, "fields.")
 		for _, part := range strings.Split(f.columns, ",") {
-			if n, _, _ := strings.Cut(strings.TrimSpace(part), "="); n == name {
+			if n, _, _ := tail.SplitColumn(part); n == name {
 				return "--columns " + strings.TrimSpace(part)
 			}
 		}

@@ -111,9 +111,9 @@ func TestTailBuiltinAndCRD(t *testing.T) {
 
 	for _, names := range []string{"configmaps,gadgets", "ConfigMap,Gadget", "cm,gd", "configmap,gadgets.tail.example.com"} {
 		t.Run(names, func(t *testing.T) {
-			out, stderr, stop := background(t, "tail", "-v", names, "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "json",
+			out, stderr, stop := background(t, "tail", "-v", names, "-n", ns, "--kubeconfig", cp.Kubeconfig, "-o", "json", "--watch-only",
 				"--where", "metadata.labels.pick == yes", "--columns", "size=spec.size,dsize=data.size")
-			// Objects that exist before the informers have listed are not printed.
+			// With --watch-only, objects that exist before the informers have listed are not printed.
 			waitOutput(t, stderr, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
 			suffix := strings.ReplaceAll(strings.ToLower(names), ",", "-")
 			suffix = strings.ReplaceAll(suffix, ".", "-")
@@ -220,7 +220,8 @@ func TestTailUsageErrors(t *testing.T) {
 		{[]string{"tail", "configmaps", "--where", "a =~ (x"}, "bad regular expression"},
 		{[]string{"tail", "configmaps", "-n", "a", "-A"}, "exclude each other"},
 		{[]string{"tail", "widgts", "--kubeconfig", cp.Kubeconfig}, `unknown resource "widgts"`},
-		{[]string{"tail", "events", "--kubeconfig", cp.Kubeconfig}, `resource "events" is ambiguous: it could be events, events.events.k8s.io`},
+		{[]string{"tail", "configmaps", "--initial", "--watch-only"}, "--initial and --watch-only exclude each other"},
+		{[]string{"tail", "configmaps", "--columns", `WEB:{.spec.containers[?(@.name=="web")].image}`}, `in gjson: spec.containers.#(name=="web").image`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -236,21 +237,29 @@ func TestTailUsageErrors(t *testing.T) {
 	}
 }
 
-// Objects that exist at start print only with --initial.
-func TestTailInitial(t *testing.T) {
+// Objects that exist at start are listed first, each once, as kubectl get -w
+// lists them (--initial, which asked for it before, is still taken); with
+// --watch-only they are not.
+func TestTailListsFirst(t *testing.T) {
 	d, ns := setupTail(t)
 	if _, err := d.Resource(gadgetGVR).Namespace(ns).Create(t.Context(), gadget(ns, "existing", map[string]any{"size": int64(1)}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	byDefault, _, stopDefault := background(t, "tail", "-v", "gd", "-n", ns, "--kubeconfig", cp.Kubeconfig)
 	with, _, stopWith := background(t, "tail", "-v", "gd", "-n", ns, "--kubeconfig", cp.Kubeconfig, "--initial")
-	without, withoutErr, stopWithout := background(t, "tail", "-v", "gd", "-n", ns, "--kubeconfig", cp.Kubeconfig)
+	without, withoutErr, stopWithout := background(t, "tail", "-v", "gd", "-n", ns, "--kubeconfig", cp.Kubeconfig, "--watch-only")
+	waitOutput(t, byDefault, "the existing object", func(s string) bool { return strings.Contains(s, "existing") })
 	waitOutput(t, with, "the existing object", func(s string) bool { return strings.Contains(s, "existing") })
 	waitOutput(t, withoutErr, "the informers to list", func(s string) bool { return strings.Contains(s, "msg=following") })
 	time.Sleep(200 * time.Millisecond)
+	stopDefault()
 	stopWith()
 	stopWithout()
 	if s := without.String(); strings.Contains(s, "existing") || !strings.HasPrefix(s, "TIME") {
-		t.Errorf("without --initial:\n%s", s)
+		t.Errorf("with --watch-only:\n%s", s)
+	}
+	if s := byDefault.String(); strings.Count(s, " existing ") != 1 || !strings.HasPrefix(s, "TIME") {
+		t.Errorf("by default, want the header and the existing object once:\n%s", s)
 	}
 }
 

@@ -91,6 +91,11 @@ func tailClusters(ctx context.Context, e *env, kf *kubeFlags, tf *tailFlags, fil
 			return exitFailure
 		}
 	}
+	if opts.Initial {
+		for range tails {
+			p.Hold() // each tail releases it once listed: the table is sized to every cluster's list
+		}
+	}
 	if err := p.Header(); err != nil {
 		return exitFailure
 	}
