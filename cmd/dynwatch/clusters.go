@@ -154,12 +154,12 @@ func rbacClusters(e *env, kf *kubeFlags, file *plan.File, resolve bool, base rba
 // cluster with its rules; a cluster that cannot be reached is one whose
 // resources could not be listed (the audit is incomplete), the others are
 // audited still.
-func auditClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, chunk int64) (*audit.Result, error) {
+func auditClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, chunk int64) (*auditResult, error) {
 	specs := file.Config.Clusters
 	if len(specs) == 0 {
 		specs = []config.ClusterSpec{{}}
 	}
-	all := &audit.Result{Listed: map[string]int{}, Failed: map[string]error{}}
+	all := &auditResult{Result: audit.Result{Listed: map[string]int{}, Failed: map[string]error{}}, Unreached: map[string]error{}}
 	for _, spec := range specs {
 		k := kf
 		if spec.Name != "" {
@@ -171,10 +171,9 @@ func auditClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, 
 			cat, err = c.catalog(e.stderr)
 		}
 		if err != nil {
-			if spec.Name == "" {
-				return nil, err
-			}
-			all.Failed["cluster "+spec.Name] = err
+			// Nothing of this cluster is listed: the audit is incomplete
+			// (exit 3), not a failure that reads as a finding.
+			all.Unreached[clusterWords(spec.Name)] = err
 			continue
 		}
 		opts := audit.Options{File: file.ForCluster(spec.Name), Catalog: cat, Client: c.raw, PageSize: chunk, Cluster: spec.Name}
@@ -190,4 +189,20 @@ func auditClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, 
 		maps.Copy(all.Failed, res.Failed)
 	}
 	return all, nil
+}
+
+// auditResult is what audit found in every cluster, and the clusters it
+// could not reach at all (by clusterWords).
+type auditResult struct {
+	audit.Result
+	Unreached map[string]error
+}
+
+// clusterWords names a cluster in a message: "cluster NAME", or "the API
+// server" for the command line's one cluster.
+func clusterWords(name string) string {
+	if name == "" {
+		return "the API server"
+	}
+	return "cluster " + name
 }

@@ -24,8 +24,8 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // findings, or a failure at run time
 	exitUsage   = 2 // bad usage or an invalid config
-	// exitIncomplete: audit could not list some selected resource and found
-	// nothing in the rest.
+	// exitIncomplete: audit could not list some selected resource, or reach
+	// the API server or a cluster, and found nothing in the rest.
 	exitIncomplete = 3
 )
 
