@@ -63,42 +63,39 @@ func (k *kubeFlags) fingerprintCluster(spec config.ClusterSpec) string {
 // cluster that cannot be reached is said and fails the check, the others
 // are checked still), and leader election's Lease in the command line's
 // cluster, where it lives.
-func checkClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File) int {
-	ok := true
+func checkClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, r *checkReport) {
 	for _, spec := range file.Config.Clusters {
-		fmt.Fprintf(e.stdout, "cluster %s:\n", spec.Name)
+		fmt.Fprintf(&r.details, "cluster %s:\n", spec.Name)
 		c, err := kf.forCluster(spec).connect()
 		var cat *dwdiscovery.Catalog
 		if err == nil {
 			cat, err = c.catalog(e.stderr)
 		}
 		if err == nil {
-			var clusterOK bool
-			clusterOK, err = rbac.CheckAccess(ctx, e.stdout, c.typed.AuthorizationV1(), file.ForCluster(spec.Name), cat)
-			ok = ok && clusterOK
+			var problems []string
+			problems, err = rbac.CheckAccess(ctx, &r.details, c.typed.AuthorizationV1(), file.ForCluster(spec.Name), cat)
+			for _, p := range problems {
+				r.problems = append(r.problems, "cluster "+spec.Name+": "+p)
+			}
 		}
 		if err != nil {
-			fmt.Fprintf(e.stderr, "dynwatch check: cluster %s: %v\n", spec.Name, err)
-			ok = false
+			fmt.Fprintf(&r.details, "  FAIL: cannot be reached or asked: %v\n", err)
+			r.unreached(e, "cluster "+spec.Name, err)
 		}
 	}
-	if file.Config.LeaderElection != nil {
-		c, err := kf.connect()
-		var leaseOK bool
-		if err == nil {
-			fmt.Fprintln(e.stdout, "leader election (the command line's cluster):")
-			leaseOK, err = checkLease(ctx, e.stdout, c.typed.AuthorizationV1(), file.Config.LeaderElection, file.Config.Shards)
-		}
-		if err != nil {
-			fmt.Fprintln(e.stderr, "dynwatch check:", err)
-		}
-		ok = ok && leaseOK
+	if file.Config.LeaderElection == nil {
+		return
 	}
-	if !ok {
-		fmt.Fprintln(e.stderr, "dynwatch check: a cluster cannot be reached, or some rules select nothing or lack permission, or leader election lacks it on its Lease (see above)")
-		return exitFailure
+	c, err := kf.connect()
+	if err == nil {
+		fmt.Fprintln(&r.details, "leader election (the command line's cluster):")
+		var problems []string
+		problems, err = checkLease(ctx, &r.details, c.typed.AuthorizationV1(), file.Config.LeaderElection, file.Config.Shards)
+		r.problems = append(r.problems, problems...)
 	}
-	return exitOK
+	if err != nil {
+		r.unreached(e, "the command line's cluster (leader election's Lease)", err)
+	}
 }
 
 // rbacClusters is `rbac` with clusters: each cluster's roles, for its
