@@ -35,7 +35,7 @@ func TestCheckFileArgument(t *testing.T) {
 // FAIL.
 func TestCheckClusterVerdictLast(t *testing.T) {
 	grantConfigMaps(t)
-	code, stdout, _ := runBin(t, "check", "--cluster", "testdata/access.yaml", "--kubeconfig", cmOnlyKubeconfig(t))
+	code, stdout, _ := runBin(t, "check", "--cluster", "--config", "testdata/access.yaml", "--kubeconfig", cmOnlyKubeconfig(t))
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	if code != exitFailure || strings.Contains(stdout, ": ok") {
 		t.Errorf("exit %d, want 1 and no ok:\n%s", code, stdout)
@@ -46,7 +46,7 @@ func TestCheckClusterVerdictLast(t *testing.T) {
 	if last := lines[len(lines)-1]; last != "testdata/access.yaml: FAIL: 4 problem(s) against the cluster (listed first); the file itself is valid: 5 rule(s), 1 action(s)" {
 		t.Errorf("last line %q, want the verdict", last)
 	}
-	code, stdout, _ = runBin(t, "check", "--cluster", "testdata/rbac-exact.yaml", "--kubeconfig", cp.Kubeconfig)
+	code, stdout, _ = runBin(t, "check", "--cluster", "--config", "testdata/rbac-exact.yaml", "--kubeconfig", cp.Kubeconfig)
 	lines = strings.Split(strings.TrimSpace(stdout), "\n")
 	if last := lines[len(lines)-1]; code != exitOK || !strings.HasPrefix(last, "testdata/rbac-exact.yaml: ok:") || strings.Count(stdout, ": ok:") != 1 {
 		t.Errorf("all well: exit %d, want 0 and the verdict last, once:\n%s", code, stdout)

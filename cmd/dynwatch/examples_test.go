@@ -43,8 +43,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 				if !strings.HasPrefix(line, "dynwatch ") {
 					continue // a comment, or a shell's own command around dynwatch's
 				}
-				line, _, _ = strings.Cut(line, " | ")
-				line, _, _ = strings.Cut(line, " > ")
+				line = beforeShell(line)
 				args := append(shellWords(t, line)[1:], "--help")
 				if code, _, stderr := runCLI(t, args...); code != exitOK || stderr != "" {
 					t.Errorf("example %q: exit %d, stderr %q", line, code, stderr)
@@ -52,4 +51,19 @@ func TestEveryCommandHasExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// beforeShell cuts a command line at its first pipe or redirection outside
+// single quotes: what follows is the shell's, not dynwatch's.
+func beforeShell(line string) string {
+	quoted := false
+	for i := 0; i < len(line); i++ {
+		switch {
+		case line[i] == '\'':
+			quoted = !quoted
+		case !quoted && (strings.HasPrefix(line[i:], " | ") || strings.HasPrefix(line[i:], " > ")):
+			return line[:i]
+		}
+	}
+	return line
 }
