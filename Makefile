@@ -10,6 +10,8 @@ IMAGE     ?=
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 TESTENV   := .testenv/bin
 GOTESTFLAGS ?=
+# The demo's own flags: --interval 1s changes objects faster, --steps N stops after N changes.
+DEMO_FLAGS ?=
 
 .PHONY: all build image push testenv test charttest unit vet demo bench bench-e2e fuzz clean help
 
@@ -49,7 +51,7 @@ unit: ## only the tests that need no API server
 demo: testenv build ## run dynwatch against a local API server with a demo CRD; Ctrl-C stops it all
 	$(GO) build -o bin/demo ./hack/demo
 	@# The demo itself, not `go run`, takes Ctrl-C: go run exits 1 when interrupted, whatever the demo did.
-	DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) exec bin/demo --dynwatch bin/dynwatch --config config.example.yaml
+	DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) exec bin/demo --dynwatch bin/dynwatch --config config.example.yaml $(DEMO_FLAGS)
 
 bench: ## Go benchmarks of the hot paths, 6 runs each; compare implementations with: benchstat -col /impl FILE
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./dyninformer/ ./rules/ ./payload/ ./state/ ./watcher/ ./action/

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -54,21 +53,8 @@ func (x *Exec) Send(ctx context.Context, d *event.Delivery) error {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	cmd.WaitDelay = time.Second
-	p := d.Payload
-	eventID := p.ID
-	if d.Group != nil {
-		eventID = "" // several events (their ids on stdin): see Webhook.Send
-	}
-	cmd.Env = append(slices.Clip(x.env),
-		"DYNWATCH_TYPE="+string(p.Type),
-		"DYNWATCH_RULE="+p.Rule,
-		"DYNWATCH_NAMESPACE="+p.Namespace,
-		"DYNWATCH_NAME="+p.Name,
-		"DYNWATCH_KIND="+p.Resource.Kind,
-		"DYNWATCH_EVENT_ID="+eventID,
-	)
-	// One JSON line, so that `cat >> file` keeps payloads apart.
-	cmd.Stdin = io.MultiReader(bytes.NewReader(d.JSON), strings.NewReader("\n"))
+	cmd.Env = append(slices.Clip(x.env), eventEnv(d)...)
+	cmd.Stdin = bytes.NewReader(logLine(d))
 	out := tailBuffer{keep: outputTail + x.secrets.Longest()}
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -92,6 +78,23 @@ func (x *Exec) Send(ctx context.Context, d *event.Delivery) error {
 		return &Failure{Err: fmt.Errorf("%s: %w: %s", x.argv[0], err, out.masked(x.secrets)), OneEvent: true}
 	}
 	return fmt.Errorf("%s: %w", x.argv[0], err)
+}
+
+// eventEnv is the event's identity as the command's DYNWATCH_* variables.
+func eventEnv(d *event.Delivery) []string {
+	p := d.Payload
+	eventID := p.ID
+	if d.Group != nil {
+		eventID = "" // several events (their ids on stdin): see webhookRequests.request
+	}
+	return []string{
+		"DYNWATCH_TYPE=" + string(p.Type),
+		"DYNWATCH_RULE=" + p.Rule,
+		"DYNWATCH_NAMESPACE=" + p.Namespace,
+		"DYNWATCH_NAME=" + p.Name,
+		"DYNWATCH_KIND=" + p.Resource.Kind,
+		"DYNWATCH_EVENT_ID=" + eventID,
+	}
 }
 
 // outputTail is how much of a failing command's output its error shows: the

@@ -32,10 +32,7 @@ import (
 type Kafka struct {
 	client  *kgo.Client
 	brokers []string // the seed brokers: a successor of other brokers inherits nothing
-	topic   textOrTemplate
-	key     *template.Template // nil: the object's identity
-	ce      bool               // format: cloudevents, binary mode
-	source  string
+	kafkaRecords
 	timeout time.Duration
 
 	// recordCtx lives as long as the producer: a record outlives the attempt
@@ -89,26 +86,27 @@ func (t textOrTemplate) check(rendered string, check func(string) error) error {
 	return check(rendered)
 }
 
-func compileKafka(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError) {
+func compileKafka(spec *config.ActionSpec) (compiled, *FieldError) {
 	ks := spec.Kafka
 	topic, err := compileText(ks.Topic)
 	if err != nil {
-		return nil, &FieldError{Field: "kafka.topic", Err: err}
+		return compiled{}, &FieldError{Field: "kafka.topic", Err: err}
 	}
 	var key *template.Template
 	if ks.Key != config.KeyObject {
 		if key, err = payload.ParseTemplate(ks.Key); err != nil {
-			return nil, &FieldError{Field: "kafka.key", Err: err}
+			return compiled{}, &FieldError{Field: "kafka.key", Err: err}
 		}
 	}
-	return func(env Env) (Sender, io.Closer, error) {
-		k, err := newKafka(ks, topic, key, env.source())
+	build := func(env Env) (Sender, io.Closer, error) {
+		k, err := newKafka(ks, kafkaRecords{topic: topic, key: key, ce: ks.Format == config.FormatCloudEvents, source: env.source()})
 		return k, k, err
-	}, nil
+	}
+	return compiled{build, renderKafka(ks, kafkaRecords{topic: topic, key: key})}, nil
 }
 
 // newKafka builds a kafka producer from a validated spec; it does not dial.
-func newKafka(spec *config.KafkaSpec, topic textOrTemplate, key *template.Template, source string) (*Kafka, error) {
+func newKafka(spec *config.KafkaSpec, recs kafkaRecords) (*Kafka, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(spec.Brokers...),
 		kgo.ProducerLinger(0),
@@ -144,18 +142,15 @@ func newKafka(spec *config.KafkaSpec, topic textOrTemplate, key *template.Templa
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Kafka{
-		recordCtx: ctx,
-		stop:      stop,
-		pending:   map[string]*pending{},
-		inflight:  map[string][]*pending{},
-		handover:  handover{release: make(chan struct{})},
-		client:    client,
-		brokers:   spec.Brokers,
-		topic:     topic,
-		key:       key,
-		ce:        spec.Format == config.FormatCloudEvents,
-		source:    source,
-		timeout:   spec.Timeout.Std(),
+		recordCtx:    ctx,
+		stop:         stop,
+		pending:      map[string]*pending{},
+		inflight:     map[string][]*pending{},
+		handover:     handover{release: make(chan struct{})},
+		client:       client,
+		brokers:      spec.Brokers,
+		kafkaRecords: recs,
+		timeout:      spec.Timeout.Std(),
 	}, nil
 }
 
@@ -325,8 +320,17 @@ func (k *Kafka) Finished(d *event.Delivery) {
 	k.mu.Unlock()
 }
 
+// kafkaRecords makes a delivery's record, what Send produces and Render
+// shows: its topic, key, headers and value.
+type kafkaRecords struct {
+	topic  textOrTemplate
+	key    *template.Template // nil: the object's identity
+	ce     bool               // format: cloudevents, binary mode
+	source string
+}
+
 // record builds d's record: its topic, key, headers and value.
-func (k *Kafka) record(d *event.Delivery) (*kgo.Record, error) {
+func (k kafkaRecords) record(d *event.Delivery) (*kgo.Record, error) {
 	topic, err := k.topic.render(d)
 	if err != nil {
 		return nil, fmt.Errorf("render topic: %w", err)

@@ -46,7 +46,14 @@ func (env Env) logger() *slog.Logger {
 type Action struct {
 	Spec  config.ActionSpec
 	Retry Retry
-	build func(Env) (Sender, io.Closer, error)
+	compiled
+}
+
+// compiled is what a kind compiles a spec into: what builds its sender, and
+// what renders a delivery as that sender would send it (Render).
+type compiled struct {
+	build  func(Env) (Sender, io.Closer, error)
+	render renderFunc
 }
 
 // Build returns the action's sender and, when it holds a resource (a log
@@ -58,7 +65,7 @@ func (a *Action) Build(env Env) (Sender, io.Closer, error) { return a.build(env)
 // a spec type in config, a file here with its Sender, and a row below.
 type kind struct {
 	name    string
-	compile func(*config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError)
+	compile func(*config.ActionSpec) (compiled, *FieldError)
 }
 
 var kinds = []kind{
@@ -87,11 +94,11 @@ func Compile(spec config.ActionSpec) (*Action, *FieldError) {
 		if k.name != name {
 			continue
 		}
-		build, ferr := k.compile(&spec)
+		c, ferr := k.compile(&spec)
 		if ferr != nil {
 			return nil, ferr
 		}
-		return &Action{Spec: spec, Retry: retryOf(spec.RetryPolicy()), build: build}, nil
+		return &Action{Spec: spec, Retry: retryOf(spec.RetryPolicy()), compiled: c}, nil
 	}
 	return nil, &FieldError{Err: fmt.Errorf("no action kind %q", name)}
 }
@@ -100,9 +107,9 @@ func retryOf(rs config.RetrySpec) Retry {
 	return Retry{Max: *rs.Max, Initial: rs.InitialBackoff.Std(), MaxBackoff: rs.MaxBackoff.Std()}
 }
 
-func compileLog(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError) {
+func compileLog(spec *config.ActionSpec) (compiled, *FieldError) {
 	path := spec.Log.Path
-	return func(env Env) (Sender, io.Closer, error) {
+	build := func(env Env) (Sender, io.Closer, error) {
 		if path == "" {
 			return NewLog(env.Stdout), nil, nil
 		}
@@ -111,10 +118,11 @@ func compileLog(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), 
 			return nil, nil, err
 		}
 		return l, l, nil
-	}, nil
+	}
+	return compiled{build, renderLog(path)}, nil
 }
 
-func compileWebhook(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError) {
+func compileWebhook(spec *config.ActionSpec) (compiled, *FieldError) {
 	var body *template.Template
 	if spec.Webhook.Body != "" {
 		var err error
@@ -123,11 +131,11 @@ func compileWebhook(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, erro
 			parse = payload.ParseGroupTemplate // the body is of the group payload
 		}
 		if body, err = parse(spec.Webhook.Body); err != nil {
-			return nil, &FieldError{Field: "webhook.body", Err: err}
+			return compiled{}, &FieldError{Field: "webhook.body", Err: err}
 		}
 	}
 	ws := spec.Webhook
-	return func(env Env) (Sender, io.Closer, error) {
+	build := func(env Env) (Sender, io.Closer, error) {
 		w, err := NewWebhook(ws, body)
 		if err != nil {
 			return nil, nil, err
@@ -135,14 +143,16 @@ func compileWebhook(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, erro
 		w.format = webhookFormat(ws, env.source())
 		w.secrets = env.Secrets
 		return w, w, nil
-	}, nil
+	}
+	return compiled{build, renderWebhook(ws, webhookRequests{method: ws.Method, headers: ws.Headers, body: body})}, nil
 }
 
-func compileExec(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError) {
+func compileExec(spec *config.ActionSpec) (compiled, *FieldError) {
 	es := spec.Exec
-	return func(env Env) (Sender, io.Closer, error) {
+	build := func(env Env) (Sender, io.Closer, error) {
 		x := NewExec(es)
 		x.secrets = env.Secrets
 		return x, nil, nil
-	}, nil
+	}
+	return compiled{build, renderExec(es)}, nil
 }

@@ -34,10 +34,15 @@ func OpenLog(path string) (*Log, error) {
 func (l *Log) Send(_ context.Context, d *event.Delivery) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	line := make([]byte, 0, len(d.JSON)+1)
-	line = append(append(line, d.JSON...), '\n')
-	_, err := l.w.Write(line)
+	_, err := l.w.Write(logLine(d))
 	return err
+}
+
+// logLine is d's payload as one JSON line, as a log writes it and a command
+// reads it on stdin (so that `cat >> file` keeps payloads apart).
+func logLine(d *event.Delivery) []byte {
+	line := make([]byte, 0, len(d.JSON)+1)
+	return append(append(line, d.JSON...), '\n')
 }
 
 // Close closes the file the log writes to, if it opened one.

@@ -29,26 +29,24 @@ var errNATSDown = errors.New("not connected to a NATS server")
 // Core NATS counts a message delivered once the server has it: at most once
 // on the wire, nothing is kept for a subscriber that is not there.
 type NATS struct {
-	conn    *nats.Conn
-	js      jetstream.JetStream // nil for core NATS
-	action  string
-	subject textOrTemplate
-	ce      bool
-	source  string
+	conn   *nats.Conn
+	js     jetstream.JetStream // nil for core NATS
+	action string
+	natsMessages
 	timeout time.Duration
 	where   string
 	windows *dupWindows // nil for core NATS
 }
 
-func compileNATS(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error), *FieldError) {
+func compileNATS(spec *config.ActionSpec) (compiled, *FieldError) {
 	ns := spec.NATS
 	subject, err := compileText(ns.Subject)
 	if err != nil {
-		return nil, &FieldError{Field: "nats.subject", Err: err}
+		return compiled{}, &FieldError{Field: "nats.subject", Err: err}
 	}
 	name, maxBackoff := spec.Name, retryOf(spec.RetryPolicy()).MaxBackoff
-	return func(env Env) (Sender, io.Closer, error) {
-		n, err := newNATS(ns, subject, env.source())
+	build := func(env Env) (Sender, io.Closer, error) {
+		n, err := newNATS(ns, natsMessages{subject: subject, ce: ns.Format == config.FormatCloudEvents, source: env.source()})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -57,12 +55,13 @@ func compileNATS(spec *config.ActionSpec) (func(Env) (Sender, io.Closer, error),
 			n.windows = newDupWindows(n.js, env.logger().With("action", name), maxBackoff)
 		}
 		return n, n, nil
-	}, nil
+	}
+	return compiled{build, renderNATS(ns, name, natsMessages{subject: subject})}, nil
 }
 
 // newNATS connects to spec's servers. A server that cannot be reached is not
 // an error: the client keeps trying in the background and sends fail meanwhile.
-func newNATS(spec *config.NATSSpec, subject textOrTemplate, source string) (*NATS, error) {
+func newNATS(spec *config.NATSSpec, msgs natsMessages) (*NATS, error) {
 	opts := []nats.Option{
 		nats.Name("dynwatch"),
 		nats.RetryOnFailedConnect(true),
@@ -97,12 +96,10 @@ func newNATS(spec *config.NATSSpec, subject textOrTemplate, source string) (*NAT
 		return nil, fmt.Errorf("nats connect: %w", err)
 	}
 	n := &NATS{
-		conn:    conn,
-		subject: subject,
-		ce:      spec.Format == config.FormatCloudEvents,
-		source:  source,
-		timeout: spec.Timeout.Std(),
-		where:   natsWhere(spec.URL),
+		conn:         conn,
+		natsMessages: msgs,
+		timeout:      spec.Timeout.Std(),
+		where:        natsWhere(spec.URL),
 	}
 	if spec.UsesJetStream() {
 		if n.js, err = jetstream.New(conn); err != nil {
@@ -160,7 +157,10 @@ func (n *NATS) Send(ctx context.Context, d *event.Delivery) error {
 // deduplicates on it across every subject it captures, and two actions of
 // one rule may publish one event into one stream: without the action, the
 // second would be acknowledged as a duplicate and stored nowhere.
-func (n *NATS) msgID(d *event.Delivery) string { return DeliveryID(d) + ":" + n.action }
+func (n *NATS) msgID(d *event.Delivery) string { return natsMsgID(d, n.action) }
+
+// natsMsgID is the Nats-Msg-Id of d published by the action named action.
+func natsMsgID(d *event.Delivery, action string) string { return DeliveryID(d) + ":" + action }
 
 // natsFailure is err as a failed attempt: permanent when the message is
 // larger than the server's max_payload or the stream's max_msg_size (it
@@ -190,8 +190,16 @@ func (n *NATS) publishFailure(ctx context.Context, subject string, err error) *F
 	return f
 }
 
+// natsMessages makes a delivery's message, what Send publishes and Render
+// shows: its subject, headers and data.
+type natsMessages struct {
+	subject textOrTemplate
+	ce      bool
+	source  string
+}
+
 // message builds d's message: its subject, headers and data.
-func (n *NATS) message(d *event.Delivery) (*nats.Msg, error) {
+func (n natsMessages) message(d *event.Delivery) (*nats.Msg, error) {
 	subject, err := n.subject.render(d)
 	if err != nil {
 		return nil, fmt.Errorf("render subject: %w", err)

@@ -28,13 +28,8 @@ type Webhook struct {
 	url string
 	// where is the URL as logs and errors show it (config.RedactURL): scheme
 	// and host only, since a path or query often holds a token (Slack, Teams).
-	where   string
-	method  string
-	headers map[string]string
-	body    *template.Template
-	// format, when set and there is no body template, renders the request
-	// (cloudevents, slack, teams); nil sends the payload JSON.
-	format bodyFormat
+	where string
+	webhookRequests
 	client *http.Client
 	// secrets are masked in what a refusing receiver answers: it may say
 	// back the credential it refused.
@@ -64,10 +59,9 @@ func NewWebhook(spec *config.WebhookSpec, body *template.Template) (*Webhook, er
 	// Keep a connection per concurrent delivery rather than the default two.
 	transport.MaxIdleConnsPerHost = 32
 	w := &Webhook{
-		url:     spec.URL,
-		where:   config.RedactURL(spec.URL),
-		method:  spec.Method,
-		headers: spec.Headers,
+		url:             spec.URL,
+		where:           config.RedactURL(spec.URL),
+		webhookRequests: webhookRequests{method: spec.Method, headers: spec.Headers},
 		client: &http.Client{
 			Transport: transport,
 			Timeout:   spec.Timeout.Std(),
@@ -83,43 +77,15 @@ func NewWebhook(spec *config.WebhookSpec, body *template.Template) (*Webhook, er
 // Send makes one attempt. 2xx is success; 408, 429 and 5xx are retried
 // (honouring Retry-After); any other status, a redirect included, is permanent.
 func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
-	body := d.JSON
-	if w.body != nil {
-		var buf bytes.Buffer
-		if err := w.body.Execute(&buf, payload.TemplateData(d.JSON)); err != nil {
-			return &Failure{Err: fmt.Errorf("render body: %w", err), Permanent: true}
-		}
-		body = buf.Bytes()
-	}
-	var formatHeader map[string]string
-	if w.body == nil && w.format != nil {
-		var err error
-		if body, formatHeader, err = w.format(d); err != nil {
-			return &Failure{Err: fmt.Errorf("render message: %w", err), Permanent: true}
-		}
+	body, header, err := w.request(d)
+	if err != nil {
+		return &Failure{Err: err, Permanent: true}
 	}
 	req, err := http.NewRequestWithContext(ctx, w.method, w.url, bytes.NewReader(body))
 	if err != nil {
 		return &Failure{Err: err, Permanent: true}
 	}
-	// The payload is JSON; so is a template's output when it parses as JSON
-	// (Slack, Teams). headers, set after, may say otherwise.
-	if w.body == nil || json.Valid(body) {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("User-Agent", "dynwatch")
-	if d.Group == nil {
-		// A group is several events (their ids in the body): its first
-		// one's id would name a group formed again with others too.
-		req.Header.Set("X-Dynwatch-Event-Id", d.Payload.ID)
-	}
-	req.Header.Set("X-Dynwatch-Delivery-Id", DeliveryID(d))
-	for k, v := range formatHeader {
-		req.Header.Set(k, v)
-	}
-	for k, v := range w.headers {
-		req.Header.Set(k, v)
-	}
+	req.Header = header
 	resp, err := w.client.Do(req)
 	if err != nil {
 		var ue *url.Error
@@ -145,6 +111,57 @@ func (w *Webhook) Send(ctx context.Context, d *event.Delivery) error {
 		f.Permanent = true
 	}
 	return f
+}
+
+// webhookRequests makes a delivery's request, what Send sends and Render
+// shows: its body and headers.
+type webhookRequests struct {
+	method  string
+	headers map[string]string
+	body    *template.Template
+	// format, when set and there is no body template, renders the request
+	// (cloudevents, slack, teams); nil sends the payload JSON.
+	format bodyFormat
+}
+
+// request renders d's request body (its body template, else its format,
+// else the payload JSON) and headers.
+func (w webhookRequests) request(d *event.Delivery) ([]byte, http.Header, error) {
+	body := d.JSON
+	if w.body != nil {
+		var buf bytes.Buffer
+		if err := w.body.Execute(&buf, payload.TemplateData(d.JSON)); err != nil {
+			return nil, nil, fmt.Errorf("render body: %w", err)
+		}
+		body = buf.Bytes()
+	}
+	var formatHeader map[string]string
+	if w.body == nil && w.format != nil {
+		var err error
+		if body, formatHeader, err = w.format(d); err != nil {
+			return nil, nil, fmt.Errorf("render message: %w", err)
+		}
+	}
+	h := http.Header{}
+	// The payload is JSON; so is a template's output when it parses as JSON
+	// (Slack, Teams). headers, set after, may say otherwise.
+	if w.body == nil || json.Valid(body) {
+		h.Set("Content-Type", "application/json")
+	}
+	h.Set("User-Agent", "dynwatch")
+	if d.Group == nil {
+		// A group is several events (their ids in the body): its first
+		// one's id would name a group formed again with others too.
+		h.Set("X-Dynwatch-Event-Id", d.Payload.ID)
+	}
+	h.Set("X-Dynwatch-Delivery-Id", DeliveryID(d))
+	for k, v := range formatHeader {
+		h.Set(k, v)
+	}
+	for k, v := range w.headers {
+		h.Set(k, v)
+	}
+	return body, h, nil
 }
 
 // answerHead is how much of a refusing receiver's answer an error shows.

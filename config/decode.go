@@ -268,7 +268,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		idx, ok := fields[k.Value]
 		switch {
 		case !ok:
-			d.addf(k.Line, p, "unknown field %q (want one of %s)", k.Value, strings.Join(known, ", "))
+			d.addf(k.Line, p, "unknown field %q%s (want one of %s)", k.Value, didYouMean(k.Value, known), strings.Join(known, ", "))
 			continue
 		case seen[k.Value]:
 			d.addf(k.Line, p, "duplicate key %q", k.Value)

@@ -316,7 +316,8 @@ type ConditionSpec struct {
 	CEL string `yaml:"cel"`
 	// Path is a gjson path into the object. Required unless cel is given.
 	Path string `yaml:"path"`
-	// Op is the operator. Required.
+	// Op is the operator: its name (gt) or its symbol (>, as tail --where
+	// takes it). Required.
 	Op string `yaml:"op"`
 	// Value to compare with; typed. Required except for exists and notExists.
 	Value Value `yaml:"value"`

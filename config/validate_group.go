@@ -18,7 +18,7 @@ func (g *GroupSpec) validate(v *validator, p string) {
 		lp := fmt.Sprintf("%s.by[%d]", p, i)
 		switch first := slices.Index(g.By, l); {
 		case !slices.Contains(GroupByLabels, l):
-			v.errf(lp, "unknown label %q%s (want any of %s)", l, nearestLabel(l), strings.Join(GroupByLabels, ", "))
+			v.errf(lp, "unknown label %q%s (want any of %s)", l, didYouMean(l, GroupByLabels), strings.Join(GroupByLabels, ", "))
 		case first < i:
 			v.errf(lp, "duplicate label %q (first at by[%d])", l, first)
 		}
@@ -54,12 +54,14 @@ func (r *RateLimitSpec) validate(v *validator, p string) {
 	}
 }
 
-// nearestLabel suggests the group label closest to l, as ", did you mean
-// X?", or "" when none is close.
-func nearestLabel(l string) string {
+// didYouMean suggests the choice closest to word, as ", did you mean X?",
+// or "" when none is close: within two edits (case aside), and fewer edits
+// than word has letters, so that a short word is not matched to anything.
+func didYouMean(word string, choices []string) string {
 	best, bestD := "", 3
-	for _, c := range GroupByLabels {
-		if d := editdist.Levenshtein(strings.ToLower(l), c); d < bestD {
+	for _, c := range choices {
+		d := editdist.Levenshtein(strings.ToLower(word), strings.ToLower(c))
+		if d < bestD && d < len(word) {
 			best, bestD = c, d
 		}
 	}

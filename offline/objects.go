@@ -19,6 +19,7 @@ func ReadObjects(path string) ([][]byte, error) {
 		return nil, err
 	}
 	var out [][]byte
+	n := 0 // documents that hold something
 	for _, doc := range splitDocuments(data) {
 		b, err := yaml.YAMLToJSON(doc)
 		if err != nil {
@@ -27,16 +28,28 @@ func ReadObjects(path string) ([][]byte, error) {
 		if t := bytes.TrimSpace(b); len(t) == 0 || string(t) == "null" {
 			continue
 		}
+		n++
 		if !bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
 			return nil, fmt.Errorf("%s: want objects (mappings), not a list or a value", path)
 		}
 		if items := gjson.GetBytes(b, "items"); strings.HasSuffix(gjson.GetBytes(b, "kind").Str, "List") && items.IsArray() {
 			kind, apiVersion := strings.TrimSuffix(gjson.GetBytes(b, "kind").Str, "List"), gjson.GetBytes(b, "apiVersion").Str
-			items.ForEach(func(_, it gjson.Result) bool {
-				out = append(out, cutManagedFields(compact(withKind([]byte(it.Raw), kind, apiVersion))))
+			var err error
+			items.ForEach(func(i, it gjson.Result) bool {
+				item := withKind([]byte(it.Raw), kind, apiVersion)
+				if err = typeProblem(item, fmt.Sprintf("%s: document %d, item %d", path, n, i.Int()+1)); err != nil {
+					return false
+				}
+				out = append(out, cutManagedFields(compact(item)))
 				return true
 			})
+			if err != nil {
+				return nil, err
+			}
 			continue
+		}
+		if err := typeProblem(b, fmt.Sprintf("%s: document %d", path, n)); err != nil {
+			return nil, err
 		}
 		out = append(out, cutManagedFields(compact(b)))
 	}
@@ -44,6 +57,24 @@ func ReadObjects(path string) ([][]byte, error) {
 		return nil, fmt.Errorf("%s: holds no object", path)
 	}
 	return out, nil
+}
+
+// typeProblem says what obj lacks of its type, an apiVersion or a kind,
+// which rules select it by, and how to add it; nil when it has both. where
+// names the object (file and document).
+func typeProblem(obj []byte, where string) error {
+	f := gjson.GetManyBytes(obj, "apiVersion", "kind", "metadata.name")
+	name := ""
+	if f[2].Str != "" {
+		name = fmt.Sprintf(" (%s)", f[2].Str)
+	}
+	switch {
+	case f[0].Str == "":
+		return fmt.Errorf("%s%s has no apiVersion: add apiVersion: v1 for a core kind (ConfigMap, Pod, Secret), or GROUP/VERSION (apps/v1 for a Deployment), as kubectl get -o yaml prints it", where, name)
+	case f[1].Str == "":
+		return fmt.Errorf("%s%s has no kind: add kind: (Deployment, ConfigMap, …), as kubectl get -o yaml prints it", where, name)
+	}
+	return nil
 }
 
 // withKind gives an item of a list the list's kind (without "List") and

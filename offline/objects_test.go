@@ -82,3 +82,25 @@ func TestResourceOf(t *testing.T) {
 		}
 	}
 }
+
+// An object without apiVersion or kind is refused with the file, the
+// document and what to add: rules select objects by both.
+func TestReadObjectsWithoutType(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, content, want string }{
+		{"no apiVersion", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: Deployment\nmetadata: {name: web}\n",
+			": document 2 (web) has no apiVersion: add apiVersion: v1 for a core kind (ConfigMap, Pod, Secret), or GROUP/VERSION (apps/v1 for a Deployment)"},
+		{"no kind", "apiVersion: apps/v1\nmetadata: {name: web}\n", ": document 1 (web) has no kind: add kind:"},
+		{"list item", "apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n  - {kind: ConfigMap, metadata: {name: b}}\n",
+			": document 1, item 2 (b) has no apiVersion"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := write(t, tt.content)
+			_, err := ReadObjects(p)
+			if err == nil || !strings.HasPrefix(err.Error(), p+tt.want) {
+				t.Errorf("got %v, want %q", err, p+tt.want)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/dynwatch/dynwatch/action"
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/payload"
@@ -32,6 +33,15 @@ type Test struct {
 	Explain bool
 	// Actions are the specs of the rule's actions, in the rule's order.
 	Actions []*config.ActionSpec
+	// Render also writes, when the rule fires, what each of Senders would
+	// send for the event: its body, headers and key, as the sender renders
+	// them, secrets masked (Env.Secrets).
+	Render bool
+	// Senders are the rule's actions compiled, in the rule's order (for Render).
+	Senders []*action.Action
+	// Env is what Render renders with: the config's secrets, the CloudEvents
+	// source (default "dynwatch").
+	Env action.Env
 	// Now is the events' time. Default: time.Now.
 	Now func() time.Time
 }
@@ -146,6 +156,9 @@ func (t Test) one(w io.Writer, ev *event.Event) bool {
 	}
 	if t.Explain {
 		explainActions(w, t.Actions, matches[0].Payload)
+	}
+	if t.Render && renderActions(w, t.Senders, t.Env, ev, matches[0].Payload) != nil {
+		return false
 	}
 	return true
 }

@@ -91,3 +91,13 @@ func (f *File) Rule(name string) *rules.Rule {
 	}
 	return nil
 }
+
+// CompiledAction returns the named action, compiled, or nil.
+func (f *File) CompiledAction(name string) *action.Action {
+	for _, a := range f.Actions {
+		if a.Spec.Name == name {
+			return a
+		}
+	}
+	return nil
+}

@@ -135,21 +135,22 @@ type Output struct {
 }
 
 // CheckAccess writes, for each rule, the resources it resolves to and whether
-// list and watch are allowed on each in each namespace it watches. ok is false
-// when a rule resolves to nothing or lacks a permission.
-func CheckAccess(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectAccessReviewsGetter, file *plan.File, cat *discovery.Catalog) (ok bool, err error) {
-	ok = true
+// list and watch are allowed on each in each namespace it watches. It returns
+// the problems, one line each: a rule that resolves to nothing, a resource
+// and scope where a verb is denied.
+func CheckAccess(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectAccessReviewsGetter, file *plan.File, cat *discovery.Catalog) (problems []string, err error) {
 	pl := plan.Resolve(file, cat)
 	for _, r := range file.Rules {
 		resolved := pl.Rules[r.Name]
 		if len(resolved) == 0 {
+			problem := fmt.Sprintf("rule %s: selects no served resource (%s)", r.Name, selectorsString(r))
 			fmt.Fprintf(w, "rule %s: FAIL: selects no served resource (%s)\n", r.Name, selectorsString(r))
 			for _, sel := range r.Selectors {
 				if why := cat.WhyNothing(sel); why != "" {
 					fmt.Fprintf(w, "  %s: %s\n", sel, why)
 				}
 			}
-			ok = false
+			problems = append(problems, problem)
 			continue
 		}
 		fmt.Fprintf(w, "rule %s:\n", r.Name)
@@ -164,33 +165,46 @@ func CheckAccess(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectA
 				nss = []string{""}
 			}
 			for _, ns := range nss {
-				where := "all namespaces"
-				if !res.Namespaced {
-					where = "cluster-scoped"
-				} else if ns != "" {
-					where = "namespace " + ns
+				line, denied, err := accessLine(ctx, ssar, res, ns)
+				if err != nil {
+					return nil, err
 				}
-				var verdicts []string
-				for _, verb := range Verbs {
-					allowed, reason, err := allowedTo(ctx, ssar, verb, res, ns)
-					if err != nil {
-						return false, fmt.Errorf("access review for %s %s: %w", verb, res.Resource, err)
-					}
-					v := verb + " allowed"
-					if !allowed {
-						ok = false
-						v = verb + " DENIED"
-						if reason != "" {
-							v += " (" + reason + ")"
-						}
-					}
-					verdicts = append(verdicts, v)
+				fmt.Fprintf(w, "  %s\n", line)
+				if denied {
+					problems = append(problems, fmt.Sprintf("rule %s: %s", r.Name, line))
 				}
-				fmt.Fprintf(w, "  %s (%s): %s\n", res.Ref().String(), where, strings.Join(verdicts, ", "))
 			}
 		}
 	}
-	return ok, nil
+	return problems, nil
+}
+
+// accessLine asks whether each of Verbs is allowed on res in ns and says the
+// verdicts in one line; denied is true when one is not allowed.
+func accessLine(ctx context.Context, ssar authzclient.SelfSubjectAccessReviewsGetter, res discovery.Resource, ns string) (line string, denied bool, err error) {
+	where := "all namespaces"
+	if !res.Namespaced {
+		where = "cluster-scoped"
+	} else if ns != "" {
+		where = "namespace " + ns
+	}
+	var verdicts []string
+	for _, verb := range Verbs {
+		allowed, reason, err := allowedTo(ctx, ssar, verb, res, ns)
+		if err != nil {
+			return "", false, fmt.Errorf("access review for %s %s: %w", verb, res.Resource, err)
+		}
+		v := verb + " allowed"
+		if !allowed {
+			denied = true
+			v = verb + " DENIED"
+			if reason != "" {
+				v += " (" + reason + ")"
+			}
+		}
+		verdicts = append(verdicts, v)
+	}
+	return fmt.Sprintf("%s (%s): %s", res.Ref().String(), where, strings.Join(verdicts, ", ")), denied, nil
 }
 
 func selectorsString(r *rules.Rule) string {

@@ -230,11 +230,11 @@ func compileCondition(cs config.ConditionSpec, celErrors *atomic.Uint64) (*condi
 		return nil, fieldErr("object", "unknown object %q (want new or old)", cs.Object)
 	}
 	if cs.Op == "" {
-		return nil, fieldErr("op", "required (want one of %s)", strings.Join(Operators(), ", "))
+		return nil, fieldErr("op", "required (want one of %s)", operatorChoices())
 	}
-	op := lookupOperator(cs.Op)
+	op := LookupOperator(cs.Op)
 	if op == nil {
-		return nil, fieldErr("op", "unknown operator %q (want one of %s)", cs.Op, strings.Join(Operators(), ", "))
+		return nil, fieldErr("op", "unknown operator %q (want one of %s)", cs.Op, operatorChoices())
 	}
 	args, err := op.Arity.read(cs)
 	if err != nil {

@@ -268,3 +268,27 @@ func TestQueryPathsAndDurations(t *testing.T) {
 		})
 	}
 }
+
+// Every --where symbol is an alias of its operator's name in a config's
+// `op`: `op: ">"` compiles to gt, and holds where gt holds.
+func TestOperatorSymbolsAsOp(t *testing.T) {
+	for _, o := range Symbols() {
+		t.Run(o.Symbol, func(t *testing.T) {
+			path, values := "spec.five", []string{"4", "5", "6"}
+			if o.Name == "matches" {
+				path, values = "spec.name", []string{`"web-.*"`, `"api"`, `"web-api"`}
+			}
+			for _, v := range values {
+				byName := cond(t, "{path: "+path+", op: "+o.Name+", value: "+v+"}")
+				bySymbol := cond(t, "{path: "+path+", op: \""+o.Symbol+"\", value: "+v+"}")
+				ev := &event.Event{Object: []byte(obj)}
+				if byName.holds(ev) != bySymbol.holds(ev) {
+					t.Errorf("op %q and op %s differ on %s %s", o.Symbol, o.Name, path, v)
+				}
+			}
+		})
+	}
+	if LookupOperator("=") != nil || LookupOperator("") != nil {
+		t.Error(`"=" or "" names an operator`)
+	}
+}

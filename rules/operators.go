@@ -30,7 +30,7 @@ type Args struct {
 }
 
 // Operator is one row of the operator table: its name in the config, its symbol
-// on tail's --where ("" when it has none), what value it takes, and how it
+// on tail's --where and in the config ("" when it has none), what value it takes, and how it
 // compiles that value into a test of the value found at the path.
 type Operator struct {
 	Name   string
@@ -101,13 +101,28 @@ func Symbols() []Operator {
 	return out
 }
 
-func lookupOperator(name string) *Operator {
+// LookupOperator returns the row an operator is written as: its name (gt)
+// or its symbol (>), the one alias of each name that tail's --where and the
+// config's `op` both take; nil when it names none.
+func LookupOperator(op string) *Operator {
 	for i := range operators {
-		if operators[i].Name == name {
-			return &operators[i]
+		if o := &operators[i]; op != "" && (o.Name == op || o.Symbol == op) {
+			return o
 		}
 	}
 	return nil
+}
+
+// operatorChoices says what an `op` may be, for messages: the names, then
+// the symbols that alias them.
+func operatorChoices() string {
+	var syms []string
+	for _, o := range operators {
+		if o.Symbol != "" {
+			syms = append(syms, o.Symbol)
+		}
+	}
+	return strings.Join(Operators(), ", ") + ", or a symbol: " + strings.Join(syms, " ")
 }
 
 // read checks and compiles the condition's value for an operator of arity a.

@@ -67,8 +67,9 @@ func parseWhere(expr string) (config.ConditionSpec, error) {
 	return config.ConditionSpec{Path: path, Op: o.Name, Value: config.Value{Node: valueNode(raw, o.Name == "matches")}}, nil
 }
 
-// parseSpelled reads the config's spelled operators: PATH gt 3, PATH matches
-// RE, PATH exists. ok is false when expr is not of that form.
+// parseSpelled reads PATH OP VALUE with spaces around OP, a name or a symbol
+// as the config's `op` takes it: PATH gt 3, PATH > 3, PATH matches RE, PATH
+// exists. ok is false when expr is not of that form.
 func parseSpelled(expr string) (cs config.ConditionSpec, ok bool, err error) {
 	path, rest, found := cutSpace(expr)
 	if !found {
@@ -76,19 +77,14 @@ func parseSpelled(expr string) (cs config.ConditionSpec, ok bool, err error) {
 	}
 	name, raw, _ := strings.Cut(strings.TrimSpace(rest), " ")
 	raw = strings.TrimSpace(raw)
-	var op *rules.Operator
-	for _, o := range rules.Table() {
-		if o.Name == name {
-			op = &o
-		}
-	}
+	op := rules.LookupOperator(name) // a name (gt) or its symbol (>)
 	switch {
 	case op == nil:
 		return cs, false, nil
 	case op.Arity == rules.NoValue && raw != "":
 		return cs, true, fmt.Errorf("cannot read %q: %s takes no value", expr, name)
 	case op.Arity == rules.NoValue:
-		return config.ConditionSpec{Path: path, Op: name}, true, nil
+		return config.ConditionSpec{Path: path, Op: op.Name}, true, nil
 	case raw == "":
 		return cs, true, fmt.Errorf("cannot read %q: want PATH %s VALUE", expr, name)
 	case op.Arity == rules.ListValue:
@@ -96,9 +92,9 @@ func parseSpelled(expr string) (cs config.ConditionSpec, ok bool, err error) {
 		if yaml.Unmarshal([]byte(raw), &n) != nil || len(n.Content) != 1 {
 			return cs, true, fmt.Errorf("cannot read %q: %s needs a list such as [a, b]", expr, name)
 		}
-		return config.ConditionSpec{Path: path, Op: name, Value: config.Value{Node: n.Content[0]}}, true, nil
+		return config.ConditionSpec{Path: path, Op: op.Name, Value: config.Value{Node: n.Content[0]}}, true, nil
 	}
-	return config.ConditionSpec{Path: path, Op: name, Value: config.Value{Node: valueNode(raw, name == "matches")}}, true, nil
+	return config.ConditionSpec{Path: path, Op: op.Name, Value: config.Value{Node: valueNode(raw, op.Name == "matches")}}, true, nil
 }
 
 // operatorList names every operator --where takes: symbols and spelled names.

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/dynwatch/dynwatch/audit"
 )
@@ -11,9 +14,7 @@ import (
 func cmdAudit(ctx context.Context, e *env, args []string) int {
 	fs := flagSet(e, "audit", "--config FILE [-o table|json] [--chunk-size N]",
 		"Lists the current objects of every rule's resources once (a page at a time), evaluates each rule's\n"+
-			"namespaces, labelSelector and when on them, and prints the matches. Exits 1 when anything matched,\n"+
-			"else 3 when a resource could not be listed (the audit is incomplete), else 0; 2 on bad usage or an\n"+
-			"invalid config.")
+			"namespaces, labelSelector and when on them, and prints the matches.\n\n"+auditExitCodes)
 	var kf kubeFlags
 	kf.register(fs)
 	lf := commandLogs(fs)
@@ -52,20 +53,43 @@ func cmdAudit(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return exitFailure
 	}
-	for key, lerr := range res.Failed {
-		fmt.Fprintf(e.stderr, "dynwatch audit: cannot list %s: %v\n", key, lerr)
-	}
-	if len(res.Findings) > 0 {
+	incomplete := reportUnlisted(e.stderr, res)
+	switch {
+	case len(res.Findings) > 0:
+		if incomplete {
+			fmt.Fprintln(e.stderr, "dynwatch audit: rules matched (exit 1), and the audit is incomplete too: see what could not be listed above")
+		}
 		return exitFailure
-	}
-	if len(res.Failed) > 0 {
-		fmt.Fprintln(e.stderr, "dynwatch audit: some resources could not be listed: the audit is incomplete (exit 3)")
+	case incomplete:
+		fmt.Fprintln(e.stderr, "dynwatch audit: nothing matched in what could be listed, but the audit is incomplete (exit 3): "+
+			"check the kubeconfig and --context, and that dynwatch may list what the rules select ('dynwatch rbac --config FILE' prints the RBAC it needs)")
 		return exitIncomplete
 	}
 	if *output == "table" {
 		fmt.Fprintln(e.stderr, "dynwatch audit: no rule matched")
 	}
 	return exitOK
+}
+
+// auditExitCodes is audit's part of its help: what each exit code means.
+const auditExitCodes = `Exit codes:
+  0  nothing matched, and every selected resource was listed
+  1  something matched (the matches are printed), even if some resource could not be listed
+  2  bad usage or an invalid config
+  3  incomplete: nothing matched, but some resource or cluster could not be listed (the API
+     server could not be reached, or listing was forbidden); stderr says which`
+
+// reportUnlisted writes, in a stable order, the clusters audit could not
+// reach and the resources it could not list; it reports whether there were
+// any (the audit is incomplete).
+func reportUnlisted(w io.Writer, res *auditResult) bool {
+	for _, name := range slices.Sorted(maps.Keys(res.Unreached)) {
+		fmt.Fprintf(w, "dynwatch audit: cannot reach %s: %v\n", name, res.Unreached[name])
+	}
+	for _, key := range slices.Sorted(maps.Keys(res.Failed)) {
+		fmt.Fprintf(w, "dynwatch audit: cannot list %s: %v\n", key, res.Failed[key])
+	}
+	return len(res.Unreached)+len(res.Failed) > 0
 }
 
 // isTerminal reports whether w is a terminal (progress lines are for people,

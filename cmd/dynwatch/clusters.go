@@ -63,42 +63,39 @@ func (k *kubeFlags) fingerprintCluster(spec config.ClusterSpec) string {
 // cluster that cannot be reached is said and fails the check, the others
 // are checked still), and leader election's Lease in the command line's
 // cluster, where it lives.
-func checkClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File) int {
-	ok := true
+func checkClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, r *checkReport) {
 	for _, spec := range file.Config.Clusters {
-		fmt.Fprintf(e.stdout, "cluster %s:\n", spec.Name)
+		fmt.Fprintf(&r.details, "cluster %s:\n", spec.Name)
 		c, err := kf.forCluster(spec).connect()
 		var cat *dwdiscovery.Catalog
 		if err == nil {
 			cat, err = c.catalog(e.stderr)
 		}
 		if err == nil {
-			var clusterOK bool
-			clusterOK, err = rbac.CheckAccess(ctx, e.stdout, c.typed.AuthorizationV1(), file.ForCluster(spec.Name), cat)
-			ok = ok && clusterOK
+			var problems []string
+			problems, err = rbac.CheckAccess(ctx, &r.details, c.typed.AuthorizationV1(), file.ForCluster(spec.Name), cat)
+			for _, p := range problems {
+				r.problems = append(r.problems, "cluster "+spec.Name+": "+p)
+			}
 		}
 		if err != nil {
-			fmt.Fprintf(e.stderr, "dynwatch check: cluster %s: %v\n", spec.Name, err)
-			ok = false
+			fmt.Fprintf(&r.details, "  FAIL: cannot be reached or asked: %v\n", err)
+			r.unreached(e, "cluster "+spec.Name, err)
 		}
 	}
-	if file.Config.LeaderElection != nil {
-		c, err := kf.connect()
-		var leaseOK bool
-		if err == nil {
-			fmt.Fprintln(e.stdout, "leader election (the command line's cluster):")
-			leaseOK, err = checkLease(ctx, e.stdout, c.typed.AuthorizationV1(), file.Config.LeaderElection, file.Config.Shards)
-		}
-		if err != nil {
-			fmt.Fprintln(e.stderr, "dynwatch check:", err)
-		}
-		ok = ok && leaseOK
+	if file.Config.LeaderElection == nil {
+		return
 	}
-	if !ok {
-		fmt.Fprintln(e.stderr, "dynwatch check: a cluster cannot be reached, or some rules select nothing or lack permission, or leader election lacks it on its Lease (see above)")
-		return exitFailure
+	c, err := kf.connect()
+	if err == nil {
+		fmt.Fprintln(&r.details, "leader election (the command line's cluster):")
+		var problems []string
+		problems, err = checkLease(ctx, &r.details, c.typed.AuthorizationV1(), file.Config.LeaderElection, file.Config.Shards)
+		r.problems = append(r.problems, problems...)
 	}
-	return exitOK
+	if err != nil {
+		r.unreached(e, "the command line's cluster (leader election's Lease)", err)
+	}
 }
 
 // rbacClusters is `rbac` with clusters: each cluster's roles, for its
@@ -154,12 +151,12 @@ func rbacClusters(e *env, kf *kubeFlags, file *plan.File, resolve bool, base rba
 // cluster with its rules; a cluster that cannot be reached is one whose
 // resources could not be listed (the audit is incomplete), the others are
 // audited still.
-func auditClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, chunk int64) (*audit.Result, error) {
+func auditClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, chunk int64) (*auditResult, error) {
 	specs := file.Config.Clusters
 	if len(specs) == 0 {
 		specs = []config.ClusterSpec{{}}
 	}
-	all := &audit.Result{Listed: map[string]int{}, Failed: map[string]error{}}
+	all := &auditResult{Result: audit.Result{Listed: map[string]int{}, Failed: map[string]error{}}, Unreached: map[string]error{}}
 	for _, spec := range specs {
 		k := kf
 		if spec.Name != "" {
@@ -171,10 +168,9 @@ func auditClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, 
 			cat, err = c.catalog(e.stderr)
 		}
 		if err != nil {
-			if spec.Name == "" {
-				return nil, err
-			}
-			all.Failed["cluster "+spec.Name] = err
+			// Nothing of this cluster is listed: the audit is incomplete
+			// (exit 3), not a failure that reads as a finding.
+			all.Unreached[clusterWords(spec.Name)] = err
 			continue
 		}
 		opts := audit.Options{File: file.ForCluster(spec.Name), Catalog: cat, Client: c.raw, PageSize: chunk, Cluster: spec.Name}
@@ -190,4 +186,20 @@ func auditClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, 
 		maps.Copy(all.Failed, res.Failed)
 	}
 	return all, nil
+}
+
+// auditResult is what audit found in every cluster, and the clusters it
+// could not reach at all (by clusterWords).
+type auditResult struct {
+	audit.Result
+	Unreached map[string]error
+}
+
+// clusterWords names a cluster in a message: "cluster NAME", or "the API
+// server" for the command line's one cluster.
+func clusterWords(name string) string {
+	if name == "" {
+		return "the API server"
+	}
+	return "cluster " + name
 }

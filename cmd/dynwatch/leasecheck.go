@@ -19,10 +19,10 @@ var leaseVerbs = []string{"get", "create", "update"}
 
 // checkLease asks the API server (SelfSubjectAccessReview) whether dynwatch
 // may get, create and update the Lease leader election uses, and prints the
-// verdicts; ok is false when one is denied. create is asked without the name:
+// verdicts; it returns a problem line per Lease where one is denied. create is asked without the name:
 // RBAC cannot limit create to a resource name. With shards, each shard's
 // Lease (name-INDEX) is asked about.
-func checkLease(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectAccessReviewsGetter, le *config.LeaderElection, shards *config.Shards) (ok bool, err error) {
+func checkLease(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectAccessReviewsGetter, le *config.LeaderElection, shards *config.Shards) (problems []string, err error) {
 	names := []string{le.Name}
 	if shards != nil {
 		names = names[:0]
@@ -31,19 +31,21 @@ func checkLease(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectAc
 		}
 	}
 	fmt.Fprintln(w, "leaderElection:")
-	ok = true
 	for _, name := range names {
-		one, err := checkOneLease(ctx, w, ssar, le.Namespace, name)
+		line, ok, err := checkOneLease(ctx, ssar, le.Namespace, name)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
-		ok = ok && one
+		fmt.Fprintf(w, "  %s\n", line)
+		if !ok {
+			problems = append(problems, "leaderElection: "+line)
+		}
 	}
-	return ok, nil
+	return problems, nil
 }
 
-// checkOneLease asks about one Lease and prints its line.
-func checkOneLease(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjectAccessReviewsGetter, namespace, name string) (ok bool, err error) {
+// checkOneLease asks about one Lease and says the verdicts in one line.
+func checkOneLease(ctx context.Context, ssar authzclient.SelfSubjectAccessReviewsGetter, namespace, name string) (line string, ok bool, err error) {
 	ok = true
 	var verdicts []string
 	for _, verb := range leaseVerbs {
@@ -53,7 +55,7 @@ func checkOneLease(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjec
 		}
 		got, err := ssar.SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs}}, metav1.CreateOptions{})
 		if err != nil {
-			return false, fmt.Errorf("access review for %s on the Lease: %w", verb, err)
+			return "", false, fmt.Errorf("access review for %s on the Lease: %w", verb, err)
 		}
 		v := verb + " allowed"
 		if !got.Status.Allowed {
@@ -65,6 +67,5 @@ func checkOneLease(ctx context.Context, w io.Writer, ssar authzclient.SelfSubjec
 		}
 		verdicts = append(verdicts, v)
 	}
-	fmt.Fprintf(w, "  leases.v1.coordination.k8s.io %s/%s: %s\n", namespace, name, strings.Join(verdicts, ", "))
-	return ok, nil
+	return fmt.Sprintf("leases.v1.coordination.k8s.io %s/%s: %s", namespace, name, strings.Join(verdicts, ", ")), ok, nil
 }

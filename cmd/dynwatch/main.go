@@ -24,8 +24,8 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // findings, or a failure at run time
 	exitUsage   = 2 // bad usage or an invalid config
-	// exitIncomplete: audit could not list some selected resource and found
-	// nothing in the rest.
+	// exitIncomplete: audit could not list some selected resource, or reach
+	// the API server or a cluster, and found nothing in the rest.
 	exitIncomplete = 3
 )
 
@@ -68,6 +68,22 @@ func main() {
 
 func cli(ctx context.Context, e *env, args []string) int {
 	code := exitOK
+	root := newRoot(ctx, e, &code)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		msg := strings.TrimSpace(err.Error())
+		if strings.Contains(msg, "shorthand flag: 'v'") {
+			msg += " (-v is verbosity, given to a command: " + progName + " tail -v …; the version is --version)"
+		}
+		fmt.Fprintf(e.stderr, "dynwatch: %s\nRun '%s --help' for usage.\n", msg, progName)
+		return exitUsage
+	}
+	return code
+}
+
+// newRoot returns the command tree: dynwatch's commands (each parsing its own
+// flags), cobra's help and completion, and what a command's run sets code to.
+func newRoot(ctx context.Context, e *env, code *int) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "dynwatch",
 		Short:         "watch any Kubernetes resource and turn its changes into actions",
@@ -84,33 +100,26 @@ func cli(ctx context.Context, e *env, args []string) int {
 	root.SetVersionTemplate("dynwatch {{.Version}}\n")
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
-	root.SetArgs(args)
 	for _, c := range commands() {
 		sub := &cobra.Command{
 			Use:                c.name,
 			Short:              c.short,
+			Example:            exampleOf(c.name),
 			DisableFlagParsing: true, // each command parses its own flags (pflag: anywhere on the line)
 			SilenceErrors:      true,
 			SilenceUsage:       true,
 			RunE: func(_ *cobra.Command, a []string) error {
-				code = c.run(ctx, e, a)
+				*code = c.run(ctx, e, a)
 				return nil
 			},
 		}
-		sub.SetHelpFunc(func(*cobra.Command, []string) { code = c.run(ctx, e, []string{"--help"}) })
+		sub.SetHelpFunc(func(*cobra.Command, []string) { *code = c.run(ctx, e, []string{"--help"}) })
 		sub.ValidArgsFunction = completeFor(c.name)
 		root.AddCommand(sub)
 	}
-	guardHelpTopics(root, e, &code)
-	if err := root.ExecuteContext(ctx); err != nil {
-		msg := strings.TrimSpace(err.Error())
-		if strings.Contains(msg, "shorthand flag: 'v'") {
-			msg += " (-v is verbosity, given to a command: " + progName + " tail -v …; the version is --version)"
-		}
-		fmt.Fprintf(e.stderr, "dynwatch: %s\nRun '%s --help' for usage.\n", msg, progName)
-		return exitUsage
-	}
-	return code
+	guardHelpTopics(root, e, code)
+	setExamples(root)
+	return root
 }
 
 // flagSet returns a flag set (pflag: flags may stand before or after
@@ -119,7 +128,7 @@ func flagSet(e *env, name, synopsis, description string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stdout, "Usage: %s %s %s\n\n%s\n\nFlags:\n", progName, name, synopsis, description)
+		fmt.Fprintf(e.stdout, "Usage: %s %s %s\n\n%s\n\nExamples:\n%s\n\nFlags:\n", progName, name, synopsis, description, exampleOf(name))
 		fs.SetOutput(e.stdout)
 		fs.PrintDefaults()
 		fs.SetOutput(e.stderr)

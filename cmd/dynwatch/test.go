@@ -4,16 +4,23 @@ import (
 	"context"
 	"strings"
 
+	"github.com/dynwatch/dynwatch/action"
 	"github.com/dynwatch/dynwatch/offline"
 )
 
 func cmdTest(_ context.Context, e *env, args []string) int {
-	fs := flagSet(e, "test", "--config FILE --rule NAME [--old FILE] --new FILE [--explain]",
+	fs := flagSet(e, "test", "--config FILE --rule NAME [--old FILE] --new FILE [--explain] [--render]",
 		"Evaluates one rule offline on object files (JSON or YAML): an add of --new, or with --old an update\n"+
 			"from --old to --new, as run sees it: with different uids, a delete of --old and then an add of --new;\n"+
 			"the same object at one resourceVersion, a resync, which fires nothing. Prints whether the rule fires and\n"+
 			"the payload it would produce; --explain prints each check with the value found and whether it held,\n"+
-			"and the group each action would put the event in. Exits 0 when the rule fires, 1 when it does not,\n"+
+			"and the group each action would put the event in. --render prints, per action, what its sender would\n"+
+			"send: the webhook request (its body after the template or format: Slack or Teams message, CloudEvent\n"+
+			"in structured or binary mode) and headers, the Kafka record (topic, key, headers, value), the NATS\n"+
+			"message (subject, headers, data), the log line, the command's stdin and variables; nothing is sent,\n"+
+			"and the config's ${VAR} values and credential headers are masked. A grouping action's is shown as a\n"+
+			"group of one; a CloudEvent's source reads \"dynwatch\" (run uses the API server's URL).\n"+
+			"Exits 0 when the rule fires, 1 when it does not,\n"+
 			"2 on bad usage or an invalid config.")
 	var kf kubeFlags
 	kf.registerOffline(fs)
@@ -23,6 +30,7 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 	oldFile := fs.String("old", "", "the object before the change (makes the event an update)")
 	newFile := fs.String("new", "", "the object (after the change) (required)")
 	explain := fs.Bool("explain", false, "print each check with the value found and whether it held")
+	render := fs.Bool("render", false, "print what each of the rule's actions would send: the body, headers and key, as its sender renders them (secrets masked)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -63,9 +71,11 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 			return usageErr("%v", err)
 		}
 	}
-	t := offline.Test{Rule: rule, Redactor: file.Redactor, New: objs, Old: olds, Explain: *explain}
+	t := offline.Test{Rule: rule, Redactor: file.Redactor, New: objs, Old: olds, Explain: *explain, Render: *render,
+		Env: action.Env{Secrets: file.Secrets()}}
 	for _, name := range rule.Actions {
 		t.Actions = append(t.Actions, file.Action(name))
+		t.Senders = append(t.Senders, file.CompiledAction(name))
 	}
 	if !t.Run(e.stdout) {
 		return exitFailure

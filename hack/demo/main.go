@@ -39,15 +39,27 @@ func say(format string, args ...any) {
 func main() {
 	bin := flag.String("dynwatch", "bin/dynwatch", "the dynwatch binary")
 	config := flag.String("config", "config.example.yaml", "the config dynwatch runs")
-	steps := flag.Int("steps", 30, "how many changes to make before idling (until Ctrl-C)")
+	steps := flag.Int("steps", 0, "how many changes to make before idling until Ctrl-C (0: keep changing until Ctrl-C)")
+	interval := flag.Duration("interval", 3*time.Second, "the time between two changes")
 	flag.Parse()
-	if err := run(*bin, *config, *steps); err != nil {
+	if *interval <= 0 {
+		say("-interval must be positive, got %s", *interval)
+		os.Exit(2)
+	}
+	if err := run(*bin, *config, pace{every: *interval, steps: *steps}); err != nil {
 		say("%v", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, config string, steps int) error {
+// pace is how the demo changes objects: one change every `every`, and after
+// `steps` changes (0: never) no more.
+type pace struct {
+	every time.Duration
+	steps int
+}
+
+func run(bin, config string, p pace) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -82,7 +94,7 @@ func run(bin, config string, steps int) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	go changeObjects(ctx, d, steps)
+	go changeObjects(ctx, d, p)
 
 	select {
 	case err := <-exited:
@@ -164,8 +176,11 @@ func setup(ctx context.Context, d dynamic.Interface) error {
 	return err
 }
 
-// changeObjects makes one change every few seconds, each saying what it expects.
-func changeObjects(ctx context.Context, d dynamic.Interface, steps int) {
+// changeObjects makes one change every p.every, each saying what it expects,
+// until Ctrl-C (or p.steps changes): the README has you run tail beside it.
+// The cycle of changes leaves the objects as it found them (a widget it
+// creates it deletes three changes later), so it can go on for hours.
+func changeObjects(ctx context.Context, d dynamic.Interface, p pace) {
 	widgets := d.Resource(widgetGVR).Namespace("demo")
 	cms := d.Resource(cmGVR).Namespace("demo")
 	set := func(ri dynamic.ResourceInterface, name string, value any, path ...string) error {
@@ -200,9 +215,9 @@ func changeObjects(ctx context.Context, d dynamic.Interface, steps int) {
 		}},
 		{"flip widget large's status.phase to Pending", func(int) error { return setPhase(ctx, widgets, "large", "Pending") }},
 	}
-	t := time.NewTicker(3 * time.Second)
+	t := time.NewTicker(p.every)
 	defer t.Stop()
-	for i := 0; i < steps; i++ {
+	for i := 0; p.steps == 0 || i < p.steps; i++ {
 		select {
 		case <-ctx.Done():
 			return

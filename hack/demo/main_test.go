@@ -26,7 +26,9 @@ func TestMakeDemoCtrlC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("make", "--no-print-directory", "demo", "TESTENV="+bins)
+	// A short interval: the demo goes on changing objects past the 30 changes
+	// (90 s at its usual pace) it once stopped after, until Ctrl-C.
+	cmd := exec.Command("make", "--no-print-directory", "demo", "TESTENV="+bins, "DEMO_FLAGS=--interval=100ms")
 	cmd.Dir = root
 	stderr := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = stderr, stderr
@@ -38,7 +40,7 @@ func TestMakeDemoCtrlC(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }()
 	deadline := time.Now().Add(90 * time.Second)
-	for !strings.Contains(stderr.String(), "change 3:") {
+	for !strings.Contains(stderr.String(), "change 31:") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the demo did not make its changes:\n%s", stderr.String())
 		}
@@ -50,6 +52,9 @@ func TestMakeDemoCtrlC(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, s)
 		}
+	}
+	if strings.Contains(s, "done changing objects") {
+		t.Errorf("the demo stopped changing objects before Ctrl-C:\n%s", s)
 	}
 	if strings.Contains(s, "failed") {
 		t.Errorf("a change failed:\n%s", s)

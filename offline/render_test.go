@@ -1,0 +1,55 @@
+package offline
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynwatch/dynwatch/action"
+	"github.com/dynwatch/dynwatch/plan"
+)
+
+// --render writes, per action of a firing rule, what its sender would send,
+// the config's ${VAR} values masked; a grouping action's as a group of one.
+func TestRenderActions(t *testing.T) {
+	t.Setenv("RENDER_TOKEN", "render-secret-0123456789")
+	f, err := plan.Parse("c.yaml", []byte(`apiVersion: dynwatch/v1alpha1
+actions:
+  - {name: teams, webhook: {url: "https://example.com/hook/x", format: teams, headers: {X-Key: "k-${RENDER_TOKEN}"}}}
+  - {name: ce, nats: {url: "nats://127.0.0.1:1", subject: "dw.{{.namespace}}", format: cloudevents}}
+  - {name: grouped, log: {}, group: {by: [namespace]}}
+rules:
+  - {name: cms, resources: [{kind: ConfigMap}], when: [{path: data.mode, op: "==", value: "off"}], actions: [teams, ce, grouped]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"s","namespace":"demo","uid":"u","resourceVersion":"7"},"data":{"mode":"off"}}`)
+	rule := f.Rule("cms")
+	test := Test{Rule: rule, Redactor: f.Redactor, New: [][]byte{obj}, Render: true, Env: action.Env{Secrets: f.Secrets()},
+		Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }}
+	for _, name := range rule.Actions {
+		test.Actions = append(test.Actions, f.Action(name))
+		test.Senders = append(test.Senders, f.CompiledAction(name))
+	}
+	var out bytes.Buffer
+	if !test.Run(&out) {
+		t.Fatalf("the rule does not fire:\n%s", out.String())
+	}
+	s := out.String()
+	for _, want := range []string{
+		"--- action teams (webhook): POST https://example.com/…\nContent-Type: application/json\nUser-Agent: dynwatch\nX-Dynwatch-Delivery-Id: u:7:add:cms\nX-Dynwatch-Event-Id: u:7:add\nX-Key: k-<redacted>\n\n{\"type\":\"message\"",
+		"--- action ce (nats): subject dw.demo\n",
+		"ce-source: dynwatch\n",
+		"Nats-Msg-Id: u:7:add:cms:ce\n",
+		"--- action grouped (log) (grouped: this event as a group of one): stdout\n\n{\"group\":{\"namespace\":\"demo\"},\"count\":1,\"events\":[{\"id\":\"u:7:add\"",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "render-secret-0123456789") {
+		t.Errorf("the secret is shown:\n%s", s)
+	}
+}
