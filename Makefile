@@ -7,13 +7,14 @@ REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # The image's created time: the commit's, so that one commit always builds the same image.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE     ?=
+REGISTRY  ?=
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 TESTENV   := .testenv/bin
 GOTESTFLAGS ?=
 # The demo's own flags: --interval 1s changes objects faster, --steps N stops after N changes.
 DEMO_FLAGS ?=
 
-.PHONY: all build image push testenv test charttest unit vet demo bench bench-e2e fuzz clean help
+.PHONY: all build image push release publish testenv test charttest unit vet demo bench bench-e2e fuzz clean help
 
 all: build
 
@@ -24,13 +25,23 @@ build: ## build bin/dynwatch
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/dynwatch ./cmd/dynwatch
 
 image: ## build the image for linux/amd64 and linux/arm64, one index in bin/dynwatch-image (OCI layout), and this machine's as bin/dynwatch-image.tar (docker load -i …); no container engine needed
-	$(GO) run ./hack/image -o bin/dynwatch-image -tar bin/dynwatch-image.tar -t dynwatch:latest -ldflags "$(LDFLAGS)" \
+	$(GO) run ./hack/image -o bin/dynwatch-image -tar bin/dynwatch-image.tar -t dynwatch:$(VERSION) -ldflags "$(LDFLAGS)" \
 		-version $(VERSION) -revision $(REVISION) -created $(SOURCE_DATE_EPOCH)
 
 push: ## build the image, then push its index to a registry: make push IMAGE=registry/name:tag (credentials: docker login's)
 	@test -n "$(IMAGE)" || { echo "make push: set IMAGE=registry/name:tag"; exit 2; }
 	$(MAKE) image
 	$(GO) run ./hack/image push --from bin/dynwatch-image $(IMAGE)
+
+release: ## make a release into dist/, pushing nothing: make release VERSION=vX.Y.Z (binaries for linux and darwin, amd64 and arm64, the kubectl plugin's archives, checksums.txt, an SPDX SBOM, the image index as an OCI layout, the chart dynwatch-X.Y.Z.tgz)
+	@echo "$(VERSION)" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$' || { echo "make release: set VERSION=vX.Y.Z (e.g. make release VERSION=v0.2.0)"; exit 2; }
+	$(GO) run ./hack/release -version $(VERSION) -o dist
+	@test -z "$(REGISTRY)" || echo "make release pushes nothing: make publish VERSION=$(VERSION) REGISTRY=$(REGISTRY) pushes the image and the chart"
+
+publish: ## make the release, then push its image (REGISTRY/dynwatch:VERSION) and chart (oci://REGISTRY/charts/dynwatch) to a registry: make publish VERSION=vX.Y.Z REGISTRY=host/path (credentials: docker login's)
+	@test -n "$(REGISTRY)" || { echo "make publish: set REGISTRY=host/path (e.g. make publish VERSION=$(VERSION) REGISTRY=ghcr.io/dynwatch)"; exit 2; }
+	$(MAKE) release
+	$(GO) run ./hack/release publish -version $(VERSION) -from dist $(REGISTRY)
 
 testenv: ## build kube-apiserver and etcd into .testenv/bin (once; minutes the first time)
 	hack/testenv/build.sh $(TESTENV)
@@ -68,4 +79,4 @@ fuzz: ## fuzz the config loader (and the RBAC rbac prints for it), tail's --wher
 	$(GO) test ./dyninformer -run '^$$' -fuzz FuzzFramerSpans -fuzztime 60s -fuzzminimizetime 5s
 
 clean: ## remove build outputs (keeps the control-plane binaries)
-	rm -rf bin
+	rm -rf bin dist

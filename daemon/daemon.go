@@ -60,6 +60,8 @@ type Options struct {
 	// Identity names this replica in leader election. Default: $POD_NAME, or
 	// the host name and process id.
 	Identity string
+	// Build is the binary's version and commit, for dynwatch_build_info.
+	Build metrics.Build
 }
 
 // ErrFailed is returned when the daemon could not start or stopped on an
@@ -121,7 +123,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	d := &daemon{o: o, log: o.Logger, file: o.File, start: time.Now()}
 	d.metrics = metrics.New(metrics.Sources{Queues: d.queueSamples, Watches: d.watchSamples, RuleErrors: d.ruleErrors, Clusters: d.clusterSamples,
-		ClusterLabel: len(o.File.Config.Clusters) > 0})
+		ClusterLabel: len(o.File.Config.Clusters) > 0, Build: o.Build})
 	if err := d.setShard(); err != nil {
 		d.log.Error("cannot start", "err", err)
 		return ErrFailed

@@ -9,6 +9,7 @@ package metrics
 
 import (
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,6 +56,14 @@ type Sources struct {
 	// last event) a cluster label: set when the config has clusters at
 	// start. Without it they are as they were before clusters.
 	ClusterLabel bool
+	// Build is the binary's version and commit, served as
+	// dynwatch_build_info with the Go version it was built with.
+	Build Build
+}
+
+// Build is what dynwatch_build_info says of the binary.
+type Build struct {
+	Version, Commit string
 }
 
 // Metrics holds the series. A nil *Metrics counts nothing, so that code paths
@@ -96,13 +105,24 @@ func New(src Sources) *Metrics {
 			Name: "dynwatch_state_commit_failures_total", Help: "Transactions the state file refused (disk full, file too large, read-only, fsync failed); each is retried, its events wait in memory.",
 		}),
 	}
-	m.reg.MustRegister(m.events, m.matches, m.eval, m.reloads, m.leader, m.commits,
+	m.reg.MustRegister(m.events, m.matches, m.eval, m.reloads, m.leader, m.commits, buildInfo(src.Build),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newSampled(src), &clusters{src: src.Clusters})
 	for _, r := range []string{"ok", "failed"} {
 		m.reloads.WithLabelValues(r)
 	}
 	return m
+}
+
+// buildInfo is the constant 1 labelled with what the binary is, so that a
+// query can join it (`* on(instance) group_left(version) dynwatch_build_info`)
+// or count the versions a rollout runs.
+func buildInfo(b Build) prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dynwatch_build_info", Help: "1, labelled with the version and commit dynwatch was built from and the Go version it was built with.",
+	}, []string{"version", "commit", "goversion"})
+	g.WithLabelValues(b.Version, b.Commit, runtime.Version()).Set(1)
+	return g
 }
 
 // Handler serves the registry in the Prometheus text format.

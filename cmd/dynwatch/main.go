@@ -88,7 +88,7 @@ func newRoot(ctx context.Context, e *env, code *int) *cobra.Command {
 		Use:           "dynwatch",
 		Short:         "watch any Kubernetes resource and turn its changes into actions",
 		Long:          "dynwatch watches any Kubernetes resource — built-in kinds and CRDs — and turns add/update/delete\nevents into actions (JSON log lines, webhooks, commands), as a YAML rule file says.",
-		Version:       version,
+		Version:       built().Version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"regexp"
 	"strings"
 	"syscall"
@@ -105,6 +106,7 @@ rules:
 		fmt.Sprintf(`dynwatch_watch_last_event_timestamp_seconds{namespace="%s",resource="configmaps"}`, ns),
 		`dynwatch_config_reloads_total{result="ok"} 0`,
 		`dynwatch_leader 1`,
+		buildInfoSeries(t),
 		"go_goroutines", "process_resident_memory_bytes",
 	} {
 		if !strings.Contains(metrics, want) {
@@ -145,4 +147,16 @@ rules:
 	if code2 != exitFailure || !strings.Contains(stderr, "address already in use") || !strings.Contains(stderr, "is another process using that port?") {
 		t.Errorf("busy port: exit %d, stderr %s", code2, stderr)
 	}
+}
+
+// buildInfoSeries is the dynwatch_build_info series that the binary must
+// serve: the version and commit its `version` command prints.
+func buildInfoSeries(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(bin, "version").Output()
+	m := regexp.MustCompile(`^dynwatch (\S+)\ncommit: (\S+)\ngo: (\S+)\n`).FindStringSubmatch(string(out))
+	if err != nil || m == nil {
+		t.Fatalf("dynwatch version: %v\n%s", err, out)
+	}
+	return fmt.Sprintf(`dynwatch_build_info{commit=%q,goversion=%q,version=%q} 1`, m[2], m[3], m[1])
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/dynwatch/dynwatch/daemon"
 	"github.com/dynwatch/dynwatch/internal/dumpable"
 	"github.com/dynwatch/dynwatch/internal/memory"
+	"github.com/dynwatch/dynwatch/metrics"
 )
 
 func cmdRun(ctx context.Context, e *env, args []string) int {
@@ -69,6 +70,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		Connect:             kf.connectCluster,
 		Fingerprint:         kf.fingerprintCluster,
 		Hup:                 hup,
+		Build:               metrics.Build(built()),
 	})
 	if err != nil {
 		return exitFailure

@@ -33,6 +33,7 @@ type options struct {
 	source    string   // .source
 	epoch     string   // the created time, seconds (empty: the commit's)
 	platforms []string // os/arch
+	bins      string   // prebuilt binaries, dynwatch_<os>_<arch> (make release's); empty: compile
 }
 
 // build compiles dynwatch statically for each platform, assembles one image
@@ -54,9 +55,12 @@ func build(ctx context.Context, o options) (v1.ImageIndex, error) {
 		if err != nil {
 			return nil, err
 		}
-		bin := filepath.Join(dir, plat.OS+"-"+plat.Architecture, "dynwatch")
-		if err := compile(ctx, o.root, bin, *plat, o.ldflags); err != nil {
-			return nil, err
+		bin := filepath.Join(o.bins, "dynwatch_"+plat.OS+"_"+plat.Architecture)
+		if o.bins == "" {
+			bin = filepath.Join(dir, plat.OS+"-"+plat.Architecture, "dynwatch")
+			if err := compile(ctx, o.root, bin, *plat, o.ldflags); err != nil {
+				return nil, err
+			}
 		}
 		img, err := Image(bin, o.caFile, *plat, meta)
 		if err != nil {

@@ -45,6 +45,7 @@ func buildMain(args []string) error {
 	fs.StringVar(&o.revision, "revision", "", "the org.opencontainers.image.revision label (default: the commit, from git)")
 	fs.StringVar(&o.source, "source", "https://github.com/dynwatch/dynwatch", "the org.opencontainers.image.source label")
 	fs.StringVar(&o.epoch, "created", os.Getenv("SOURCE_DATE_EPOCH"), "the image's created time, in seconds since 1970 (default: $SOURCE_DATE_EPOCH, then the commit's time, from git)")
+	fs.StringVar(&o.bins, "bins", "", "take the binaries from this directory (dynwatch_<os>_<arch>, as make release writes them) instead of compiling them; -ldflags is then unused")
 	platforms := fs.String("platforms", "linux/amd64,linux/arm64", "the platforms the index holds")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"debug/buildinfo"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The SBOM is an SPDX 2.3 JSON document read from what the Go toolchain
+// recorded in the binaries (debug/buildinfo): the main module at the
+// release's version and every module linked into any of them, with its
+// version and its go.sum hash.
+type spdxDoc struct {
+	SPDXVersion       string             `json:"spdxVersion"`
+	DataLicense       string             `json:"dataLicense"`
+	SPDXID            string             `json:"SPDXID"`
+	Name              string             `json:"name"`
+	DocumentNamespace string             `json:"documentNamespace"`
+	CreationInfo      spdxCreation       `json:"creationInfo"`
+	Packages          []spdxPackage      `json:"packages"`
+	Relationships     []spdxRelationship `json:"relationships"`
+}
+
+type spdxCreation struct {
+	Created  string   `json:"created"`
+	Creators []string `json:"creators"`
+}
+
+type spdxPackage struct {
+	Name             string         `json:"name"`
+	SPDXID           string         `json:"SPDXID"`
+	VersionInfo      string         `json:"versionInfo"`
+	DownloadLocation string         `json:"downloadLocation"`
+	FilesAnalyzed    bool           `json:"filesAnalyzed"`
+	LicenseConcluded string         `json:"licenseConcluded,omitempty"`
+	Checksums        []spdxChecksum `json:"checksums,omitempty"`
+	ExternalRefs     []spdxRef      `json:"externalRefs"`
+	Comment          string         `json:"comment,omitempty"`
+}
+
+type spdxChecksum struct {
+	Algorithm string `json:"algorithm"`
+	Value     string `json:"checksumValue"`
+}
+
+type spdxRef struct {
+	Category string `json:"referenceCategory"`
+	Type     string `json:"referenceType"`
+	Locator  string `json:"referenceLocator"`
+}
+
+type spdxRelationship struct {
+	Element string `json:"spdxElementId"`
+	Type    string `json:"relationshipType"`
+	Related string `json:"relatedSpdxElement"`
+}
+
+// h1Comment says what a dependency's checksum is.
+const h1Comment = "checksum: the module's go.sum hash (h1:, the SHA-256 of its file list and the files' SHA-256s), as the binaries' build info records it"
+
+// writeSBOM writes the SPDX document of the release's binaries to dst.
+func writeSBOM(o options, dst string, created time.Time) error {
+	mainPath := ""
+	deps := map[string]*debug.Module{}
+	for _, p := range platforms {
+		bi, err := buildinfo.ReadFile(filepath.Join(o.dist, "dynwatch_"+strings.ReplaceAll(p, "/", "_")))
+		if err != nil {
+			return fmt.Errorf("sbom: %w", err)
+		}
+		mainPath = bi.Main.Path
+		for _, d := range bi.Deps {
+			if d.Replace != nil {
+				d = d.Replace
+			}
+			deps[d.Path+"@"+d.Version] = d
+		}
+	}
+	doc := spdxDoc{
+		SPDXVersion: "SPDX-2.3", DataLicense: "CC0-1.0", SPDXID: "SPDXRef-DOCUMENT",
+		Name:              "dynwatch-" + o.version,
+		DocumentNamespace: "https://github.com/dynwatch/dynwatch/releases/" + o.version + "/sbom",
+		CreationInfo:      spdxCreation{Created: created.Format(time.RFC3339), Creators: []string{"Organization: dynwatch", "Tool: hack/release"}},
+	}
+	root := spdxPackage{
+		Name: mainPath, SPDXID: "SPDXRef-Package-" + spdxID(mainPath), VersionInfo: o.version,
+		DownloadLocation: "https://github.com/dynwatch/dynwatch", LicenseConcluded: "Apache-2.0",
+		ExternalRefs: []spdxRef{purl(mainPath, o.version)},
+	}
+	doc.Packages = append(doc.Packages, root)
+	doc.Relationships = append(doc.Relationships, spdxRelationship{"SPDXRef-DOCUMENT", "DESCRIBES", root.SPDXID})
+	keys := make([]string, 0, len(deps))
+	for k := range deps {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d := deps[k]
+		p := spdxPackage{
+			Name: d.Path, SPDXID: "SPDXRef-Package-" + spdxID(k), VersionInfo: d.Version,
+			DownloadLocation: "NOASSERTION", ExternalRefs: []spdxRef{purl(d.Path, d.Version)},
+		}
+		if sum, ok := h1Hex(d.Sum); ok {
+			p.Checksums, p.Comment = []spdxChecksum{{"SHA256", sum}}, h1Comment
+		}
+		doc.Packages = append(doc.Packages, p)
+		doc.Relationships = append(doc.Relationships, spdxRelationship{root.SPDXID, "DEPENDS_ON", p.SPDXID})
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, append(b, '\n'), 0o644)
+}
+
+var notID = regexp.MustCompile(`[^A-Za-z0-9.-]+`)
+
+// spdxID makes s an SPDX identifier's tail (letters, digits, . and -).
+func spdxID(s string) string { return notID.ReplaceAllString(s, "-") }
+
+func purl(path, version string) spdxRef {
+	return spdxRef{"PACKAGE-MANAGER", "purl", "pkg:golang/" + path + "@" + version}
+}
+
+// h1Hex is the SHA-256 of an h1: hash, in hex.
+func h1Hex(sum string) (string, bool) {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(sum, "h1:"))
+	if !strings.HasPrefix(sum, "h1:") || err != nil || len(b) != 32 {
+		return "", false
+	}
+	return hex.EncodeToString(b), true
+}

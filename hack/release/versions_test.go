@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// One version everywhere in the checkout: the chart's appVersion is a release
+// version (what `dynwatch version` and the image tag say), the chart's image
+// tag defaults to it, and the kustomize variants run the image of that tag.
+func TestOneVersion(t *testing.T) {
+	var chart struct{ Version, AppVersion string }
+	readYAML(t, "../../charts/dynwatch/Chart.yaml", &chart)
+	if err := checkVersion(chart.AppVersion); err != nil || chartVersion(chart.AppVersion) != chart.Version {
+		t.Errorf("Chart.yaml: version %q, appVersion %q; want appVersion vX.Y.Z, the image tag, and version the same without the v (%v)", chart.Version, chart.AppVersion, err)
+	}
+	var values struct {
+		Image struct{ Repository, Tag string }
+	}
+	readYAML(t, "../../charts/dynwatch/values.yaml", &values)
+	tpl, err := os.ReadFile("../../charts/dynwatch/templates/_helpers.tpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if values.Image.Tag != "" || !strings.Contains(string(tpl), `(.Values.image.tag | default .Chart.AppVersion | toString)`) {
+		t.Errorf("values.yaml's image.tag is %q: want it empty, the template defaulting it to the appVersion", values.Image.Tag)
+	}
+	for _, variant := range []string{"deployment", "statefulset"} {
+		m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "../../deploy/"+variant)
+		if err != nil {
+			t.Fatalf("kustomize %s: %v", variant, err)
+		}
+		var images []string
+		for _, r := range m.Resources() {
+			if r.GetKind() != "Deployment" && r.GetKind() != "StatefulSet" {
+				continue
+			}
+			var w struct {
+				Spec struct {
+					Template struct {
+						Spec struct{ Containers []struct{ Image string } }
+					}
+				}
+			}
+			y, err := r.AsYAML()
+			if err == nil {
+				err = yaml.Unmarshal(y, &w)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range w.Spec.Template.Spec.Containers {
+				images = append(images, c.Image)
+			}
+		}
+		if want := values.Image.Repository + ":" + chart.AppVersion; len(images) != 1 || images[0] != want {
+			t.Errorf("deploy/%s runs %v, want %s (the chart's image)", variant, images, want)
+		}
+	}
+}
+
+func readYAML(t *testing.T, file string, v any) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, v); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+}
