@@ -14,7 +14,7 @@ GOTESTFLAGS ?=
 # The demo's own flags: --interval 1s changes objects faster, --steps N stops after N changes.
 DEMO_FLAGS ?=
 
-.PHONY: all build image push release publish testenv test charttest unit vet demo bench bench-e2e fuzz clean help
+.PHONY: all build image push release publish release-test testenv test charttest unit vet demo bench bench-e2e fuzz clean help
 
 all: build
 
@@ -38,8 +38,11 @@ release: ## make a release into dist/, pushing nothing: make release VERSION=vX.
 	$(GO) run ./hack/release -version $(VERSION) -o dist
 	@test -z "$(REGISTRY)" || echo "make release pushes nothing: make publish VERSION=$(VERSION) REGISTRY=$(REGISTRY) pushes the image and the chart"
 
+release-test: ## the release tests: make release and make publish into a registry on loopback, and go install …@latest from a module proxy (minutes on a cold build cache; CI runs them after make test)
+	DYNWATCH_RELEASE_TESTS=1 $(GO) test -count=1 -timeout 40m -run 'TestReleaseAndPublish|TestGoInstallLatest' -v ./hack/release/
+
 publish: ## make the release, then push its image (REGISTRY/dynwatch:VERSION) and chart (oci://REGISTRY/charts/dynwatch) to a registry: make publish VERSION=vX.Y.Z REGISTRY=host/path (credentials: docker login's)
-	@test -n "$(REGISTRY)" || { echo "make publish: set REGISTRY=host/path (e.g. make publish VERSION=$(VERSION) REGISTRY=ghcr.io/dynwatch)"; exit 2; }
+	@test -n "$(REGISTRY)" || { echo "make publish: set REGISTRY=host/path (e.g. make publish VERSION=$(VERSION) REGISTRY=registry.example.com/dynwatch)"; exit 2; }
 	$(MAKE) release
 	$(GO) run ./hack/release publish -version $(VERSION) -from dist $(REGISTRY)
 

@@ -21,9 +21,7 @@ const modulePath = "github.com/dynwatch/dynwatch"
 // module cache and nothing from the network), builds with no replace
 // directive, and the binary, built without -ldflags, reports that version.
 func TestGoInstallLatest(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds dynwatch from a module proxy: about 30 s")
-	}
+	skipUnlessReleaseTests(t)
 	t.Parallel()
 	const want = "v0.42.0"
 	tmp := t.TempDir()

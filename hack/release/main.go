@@ -79,7 +79,7 @@ func publishMain(ctx context.Context, args []string) error {
 	fs.StringVar(&o.root, "root", ".", "the checkout (hack/image pushes the image)")
 	fs.BoolVar(&o.insecure, "insecure", false, "talk plain HTTP to the registry")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: release publish --version vX.Y.Z [--from DIR] [--insecure] REGISTRY (e.g. ghcr.io/dynwatch)")
+		fmt.Fprintln(fs.Output(), "Usage: release publish --version vX.Y.Z [--from DIR] [--insecure] REGISTRY (e.g. registry.example.com/dynwatch)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

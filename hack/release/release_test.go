@@ -33,9 +33,7 @@ const testVersion = "v0.9.1"
 // archives, the chart at the version, and in the registry the image index
 // of two platforms at the version's tag and the chart as Helm stores one.
 func TestReleaseAndPublish(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cross-builds dynwatch four times: minutes")
-	}
+	skipUnlessReleaseTests(t)
 	dist := t.TempDir()
 	if err := buildMain(t.Context(), []string{"-version", testVersion, "-o", dist, "-root", "../.."}); err != nil {
 		t.Fatal(err)

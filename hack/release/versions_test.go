@@ -74,3 +74,14 @@ func readYAML(t *testing.T, file string, v any) {
 		t.Fatalf("%s: %v", file, err)
 	}
 }
+
+// The release tests build dynwatch from nothing (a module cache of their own,
+// four cross-builds with -trimpath): minutes on a cold build cache, which
+// would double make test's time. make release-test runs them, and CI runs
+// make release-test after make test.
+func skipUnlessReleaseTests(t *testing.T) {
+	t.Helper()
+	if os.Getenv("DYNWATCH_RELEASE_TESTS") == "" {
+		t.Skip("a release test: make release-test runs it (DYNWATCH_RELEASE_TESTS=1); CI runs it after make test")
+	}
+}
