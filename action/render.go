@@ -48,23 +48,11 @@ func (a *Action) Render(env Env, d *event.Delivery) (*Rendered, error) {
 	r.To, r.Key, r.Body = mask(r.To), mask(r.Key), []byte(mask(string(r.Body)))
 	for i, f := range r.Header {
 		r.Header[i].Value = mask(f.Value)
-		if credentialHeader(f.Name) {
+		if config.CredentialName(f.Name) {
 			r.Header[i].Value = config.SecretMask
 		}
 	}
 	return r, nil
-}
-
-// credentialHeader reports whether a header's name says it carries a
-// credential, which --render never shows, ${VAR} or not.
-func credentialHeader(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range []string{"authorization", "cookie", "token", "secret", "password", "api-key", "apikey"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // headerFields lists h's headers, sorted by name.

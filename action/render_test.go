@@ -177,3 +177,22 @@ func TestRenderLogAndExec(t *testing.T) {
 		t.Errorf("exec: to %q", r.To)
 	}
 }
+
+// A header named as config's checks name a credential (an auth key, a
+// session, an api_key) is masked whole, whatever its value: --render shows
+// it as the insecure-URL warning treats it.
+func TestRenderMasksCredentialNames(t *testing.T) {
+	a, f := compileFirst(t, oneAction("sink", `webhook: {url: "https://example.com", headers: {X-Auth-Key: literal-key-1, Api_Key: literal-key-2, X-Session: literal-key-3, X-Passwd: literal-key-4, X-Team: ops}}`))
+	r, err := a.Render(Env{Secrets: f.Secrets()}, delivery("web", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range r.Header {
+		if strings.HasPrefix(h.Value, "literal-key-") {
+			t.Errorf("header %s shows its credential: %q", h.Name, h.Value)
+		}
+	}
+	if !slices.Contains(r.Header, Field{"X-Team", "ops"}) {
+		t.Errorf("X-Team is not shown as it is: %v", r.Header)
+	}
+}

@@ -218,6 +218,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			d.addf(n.Line, path, "want a string, got %s", kindName(n))
 			return
 		}
+		if msg := misread(n, path); msg != "" {
+			d.addf(n.Line, path, "%s", msg)
+			return
+		}
 		v.SetString(n.Value)
 	case reflect.Bool:
 		var b bool

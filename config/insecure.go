@@ -89,12 +89,12 @@ func (w *WebhookSpec) insecure(f *File, p string) []exposure {
 			out = append(out, exposure{p + ".url", "the credentials in the URL cross the network in clear to " + to + ": use an https:// URL"})
 		}
 		for _, name := range slices.Sorted(maps.Keys(u.Query())) {
-			if credentialName(name) {
+			if CredentialName(name) {
 				out = append(out, exposure{p + ".url", fmt.Sprintf("the query parameter %q crosses the network in clear to %s: use an https:// URL", name, to)})
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(w.Headers)) {
-			if !reservedHeader(k) && credentialName(k) {
+			if !reservedHeader(k) && CredentialName(k) {
 				out = append(out, exposure{p + ".headers." + k, fmt.Sprintf("the %s header crosses the network in clear to %s: use an https:// URL", k, to)})
 			}
 		}
@@ -151,10 +151,11 @@ func skipVerify(p string, t *TLSSpec) []exposure {
 	return nil
 }
 
-// credentialName reports whether a header or query parameter of this name
+// CredentialName reports whether a header or query parameter of this name
 // carries a credential: Authorization, Proxy-Authorization, Cookie, an API
-// key, a token, a secret or a password, as such names are written.
-func credentialName(name string) bool {
+// key, a token, a secret or a password, as such names are written. The
+// insecure checks and what `dynwatch test --render` masks share it.
+func CredentialName(name string) bool {
 	n := strings.ToLower(name)
 	if n == "key" {
 		return true

@@ -99,6 +99,9 @@ func ParseWith(name string, data []byte, o Options) (*File, error) {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		line, msg := yamlError(err)
 		line = badLine(data, line, msg)
+		var hint string
+		line, hint = symbolHint(data, line)
+		msg += hint
 		return nil, Problems{{File: name, Line: line, Msg: msg}}
 	}
 	if len(doc.Content) == 0 {

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/dynwatch/dynwatch/action"
 	"github.com/dynwatch/dynwatch/config"
@@ -61,7 +62,7 @@ func compile(cf *config.File, err error) (*File, error) {
 	f := &File{File: cf, Redactor: payload.NewRedactor(cf.Config.Redact)}
 	rs, rps := rules.Compile(cf)
 	f.Rules = rs
-	ps = append(ps, rps...)
+	ps = append(ps, unreported(rps, ps)...)
 	for i, spec := range cf.Config.Actions {
 		if spec.Kind() == "" {
 			continue // config has reported it
@@ -80,6 +81,20 @@ func compile(cf *config.File, err error) (*File, error) {
 		return nil, ps.Sorted()
 	}
 	return f, nil
+}
+
+// unreported returns the problems of ps at paths the schema's problems
+// (schema) do not name: a value the decoder refused (an op that is no
+// string) is left empty, and is reported once, as the file reads it, not
+// again as missing.
+func unreported(ps, schema config.Problems) config.Problems {
+	var out config.Problems
+	for _, p := range ps {
+		if !slices.ContainsFunc(schema, func(s config.Problem) bool { return s.Path == p.Path }) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Rule returns the named rule, or nil.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -58,13 +59,24 @@ func cmdCheck(ctx context.Context, e *env, args []string) int {
 	return r.finish(e, path, summary)
 }
 
+// sameFile reports whether two paths name one file: the same path once
+// cleaned, or (relative and absolute, through a link) one file on disk.
+func sameFile(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
 // configArg is the config file check was given: its argument or --config,
 // or a usage problem ("" when there is none).
 func configArg(flagPath string, args []string) (path, problem string) {
 	switch {
 	case len(args) > 1:
 		return "", fmt.Sprintf("one config file at a time, got %d arguments: %s", len(args), strings.Join(args, " "))
-	case len(args) == 1 && flagPath != "" && filepath.Clean(args[0]) != filepath.Clean(flagPath):
+	case len(args) == 1 && flagPath != "" && !sameFile(args[0], flagPath):
 		return "", fmt.Sprintf("two config files: %s (the argument) and %s (--config): give one", args[0], flagPath)
 	case len(args) == 1:
 		return args[0], ""

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -9,7 +10,11 @@ import (
 // name one file; two different files are a usage error.
 func TestCheckFileArgument(t *testing.T) {
 	const example = "../../config.example.yaml"
-	for _, args := range [][]string{{"check", example}, {"check", "--config", example}, {"check", example, "--config", "../dynwatch/" + example}} {
+	abs, err := filepath.Abs(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"check", example}, {"check", "--config", example}, {"check", example, "--config", "../dynwatch/" + example}, {"check", example, "--config", abs}} {
 		code, stdout, stderr := runCLI(t, args...)
 		if code != exitOK || !strings.HasPrefix(stdout, example+": ok: ") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)

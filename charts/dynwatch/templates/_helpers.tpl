@@ -16,6 +16,15 @@
 {{- end }}
 {{- end }}
 
+{{/*
+dynwatch.checkName names the config check's Job and ConfigMap: the full name
+cut to leave room for "-check", since the Job's name is a label of its pod
+(63 characters at most).
+*/}}
+{{- define "dynwatch.checkName" -}}
+{{- printf "%s-check" (include "dynwatch.fullname" . | trunc 57 | trimSuffix "-") }}
+{{- end }}
+
 {{- define "dynwatch.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "dynwatch.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
