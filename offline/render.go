@@ -3,6 +3,7 @@ package offline
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/dynwatch/dynwatch/action"
 	"github.com/dynwatch/dynwatch/event"
@@ -49,4 +50,27 @@ func renderActions(w io.Writer, actions []*action.Action, env action.Env, ev *ev
 		}
 	}
 	return nil
+}
+
+// terminal writes what test prints as a terminal should see it: each line
+// through payload.Printable, so that an object's value (an annotation a
+// body template renders, a name) cannot carry an escape sequence the
+// terminal would obey; line ends stay. Each of test's writes is whole lines
+// or a part of one, never a part of a character.
+type terminal struct{ w io.Writer }
+
+func (t terminal) Write(p []byte) (int, error) {
+	lines := strings.SplitAfter(string(p), "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		text, end := strings.CutSuffix(l, "\n")
+		b.WriteString(payload.Printable(text))
+		if end {
+			b.WriteByte('\n')
+		}
+	}
+	if _, err := io.WriteString(t.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

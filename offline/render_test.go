@@ -53,3 +53,38 @@ rules:
 		t.Errorf("the secret is shown:\n%s", s)
 	}
 }
+
+// What test prints of an object (its payload, a rendered body, its name) goes
+// to a terminal: an annotation holding ESC or CSI (U+009B) sequences reaches
+// it as visible text, not as escapes the terminal obeys, and the lines of an
+// indented payload or a multi-line body stay lines.
+func TestTestOutputIsTerminalSafe(t *testing.T) {
+	f, err := plan.Parse("c.yaml", []byte(`apiVersion: dynwatch/v1alpha1
+actions:
+  - {name: hook, webhook: {url: "https://example.com/hook", body: "note: {{ index .object.metadata.annotations \"note\" }}\nend"}}
+rules:
+  - {name: cms, resources: [{kind: ConfigMap}], actions: [hook]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"s\u001b[2J","namespace":"demo","uid":"u","resourceVersion":"7","annotations":{"note":"a\u001b]0;owned\u0007b\u009b31mc"}},"data":{"mode":"off"}}`)
+	rule := f.Rule("cms")
+	test := Test{Rule: rule, Redactor: f.Redactor, New: [][]byte{obj}, Render: true, Env: action.Env{Secrets: f.Secrets()},
+		Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }}
+	test.Actions = append(test.Actions, f.Action("hook"))
+	test.Senders = append(test.Senders, f.CompiledAction("hook"))
+	var out bytes.Buffer
+	if !test.Run(&out) {
+		t.Fatalf("the rule does not fire:\n%s", out.String())
+	}
+	s := out.String()
+	if i := strings.IndexFunc(s, func(r rune) bool { return r < 0x20 && r != '\n' || r >= 0x7f && r < 0xa0 }); i >= 0 {
+		t.Errorf("the output holds the control character %q at %d:\n%q", s[i:i+1], i, s)
+	}
+	for _, want := range []string{"note: a ]0;owned b\\u009b31mc\nend\n", "\n  \"type\": \"add\",\n"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+}

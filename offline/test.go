@@ -53,6 +53,7 @@ func (t Test) Run(w io.Writer) bool {
 	if t.Now == nil {
 		t.Now = time.Now
 	}
+	w = terminal{w}
 	all := true
 	for i, obj := range t.New {
 		if len(t.New) > 1 {
