@@ -22,10 +22,11 @@ var platforms = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/a
 
 // options say what build makes and where.
 type options struct {
-	version string // vX.Y.Z
-	dist    string // the directory written (emptied first)
-	root    string // the checkout
-	commit  string // what the binaries report; empty: git's short HEAD
+	version         string // vX.Y.Z
+	dist            string // the directory written (emptied first)
+	root            string // the checkout
+	commit          string // what the binaries report; empty: git's short HEAD
+	imageRepository string // values.yaml's image.repository in the packaged chart, if set
 }
 
 // build writes the release into o.dist and returns the files it wrote.
@@ -71,7 +72,7 @@ func build(ctx context.Context, o options) ([]string, error) {
 	if err := writeSBOM(o, filepath.Join(o.dist, sbom), created); err != nil {
 		return nil, err
 	}
-	chart, err := packageChart(filepath.Join(o.root, "charts", "dynwatch"), o.dist, o.version, created)
+	chart, err := packageChart(filepath.Join(o.root, "charts", "dynwatch"), o.dist, o.version, o.imageRepository, created)
 	if err != nil {
 		return nil, err
 	}

@@ -17,8 +17,10 @@ import (
 // packageChart writes the chart at dir as dist/<name>-<chart version>.tgz,
 // as `helm package --version … --app-version …` would: every file under
 // <name>/ but what .helmignore names, with Chart.yaml's version and
-// appVersion set. It returns the archive's name.
-func packageChart(dir, dist, version string, mtime time.Time) (string, error) {
+// appVersion set and, given a repository, values.yaml's image.repository
+// (so that the published chart installs the published image). It returns
+// the archive's name.
+func packageChart(dir, dist, version, repository string, mtime time.Time) (string, error) {
 	chartYAML, err := os.ReadFile(filepath.Join(dir, "Chart.yaml"))
 	if err != nil {
 		return "", err
@@ -26,6 +28,15 @@ func packageChart(dir, dist, version string, mtime time.Time) (string, error) {
 	chartYAML, err = setChartVersions(chartYAML, chartVersion(version), version)
 	if err != nil {
 		return "", err
+	}
+	var valuesYAML []byte
+	if repository != "" {
+		if valuesYAML, err = os.ReadFile(filepath.Join(dir, "values.yaml")); err != nil {
+			return "", err
+		}
+		if valuesYAML, err = setImageRepository(valuesYAML, repository); err != nil {
+			return "", err
+		}
 	}
 	name := filepath.Base(dir)
 	ignore, err := helmignore(filepath.Join(dir, ".helmignore"))
@@ -49,6 +60,9 @@ func packageChart(dir, dist, version string, mtime time.Time) (string, error) {
 		if rel == "Chart.yaml" {
 			f.src, f.data = "", chartYAML
 		}
+		if rel == "values.yaml" && valuesYAML != nil {
+			f.src, f.data = "", valuesYAML
+		}
 		files = append(files, f)
 		return nil
 	})
@@ -62,6 +76,19 @@ func packageChart(dir, dist, version string, mtime time.Time) (string, error) {
 	})
 	out := fmt.Sprintf("%s-%s.tgz", name, chartVersion(version))
 	return out, writeTarGz(filepath.Join(dist, out), mtime, files)
+}
+
+// imageRepositoryLine is values.yaml's image.repository: the first
+// two-space-indented repository key after the top-level image: key, its
+// comments between.
+var imageRepositoryLine = regexp.MustCompile(`(?m)^(image:\n(?:  #.*\n)*  repository: ).*$`)
+
+// setImageRepository sets values.yaml's image.repository.
+func setImageRepository(valuesYAML []byte, repository string) ([]byte, error) {
+	if len(imageRepositoryLine.FindAll(valuesYAML, -1)) != 1 {
+		return nil, fmt.Errorf("values.yaml: want image: with repository: as its first key to set")
+	}
+	return imageRepositoryLine.ReplaceAll(valuesYAML, []byte("${1}"+strconv.Quote(repository))), nil
 }
 
 var (

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -83,5 +86,43 @@ func skipUnlessReleaseTests(t *testing.T) {
 	t.Helper()
 	if os.Getenv("DYNWATCH_RELEASE_TESTS") == "" {
 		t.Skip("a release test: make release-test runs it (DYNWATCH_RELEASE_TESTS=1); CI runs it after make test")
+	}
+}
+
+// make publish's chart installs the image it pushed: the release given a
+// repository packages the chart with that image.repository (and nothing else
+// of values.yaml changed); without one, values.yaml is the checkout's.
+func TestPackagedChartNamesThePublishedImage(t *testing.T) {
+	chart := filepath.Join("..", "..", "charts", "dynwatch")
+	orig, err := os.ReadFile(filepath.Join(chart, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, repo := range []string{"", "registry.example.com/team/dynwatch"} {
+		dist := t.TempDir()
+		out, err := packageChart(chart, dist, "v1.2.3", repo, time.Unix(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tarFiles(t, filepath.Join(dist, out))["dynwatch/values.yaml"]
+		var v struct {
+			Image struct{ Repository string } `json:"image"`
+		}
+		if err := yaml.Unmarshal(got, &v); err != nil {
+			t.Fatal(err)
+		}
+		want := repo
+		if repo == "" {
+			want = "dynwatch"
+			if !bytes.Equal(got, orig) {
+				t.Errorf("without a repository, the packaged values.yaml differs from the checkout's")
+			}
+		}
+		if v.Image.Repository != want {
+			t.Errorf("repository %q: the packaged chart's image.repository is %q", repo, v.Image.Repository)
+		}
+		if repo != "" && bytes.Count(got, []byte("\n")) != bytes.Count(orig, []byte("\n")) {
+			t.Errorf("setting image.repository changed more than its line")
+		}
 	}
 }
