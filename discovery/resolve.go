@@ -9,8 +9,9 @@ import (
 // Find resolves a resource name as kubectl's RESTMapper does: the name is
 // read as RESOURCE, RESOURCE.GROUP or RESOURCE.VERSION.GROUP (case-insensitive),
 // and RESOURCE is tried, in kubectl's order, as a plural or singular name, then
-// as a short name, then as a kind; the first way that fits any served resource
-// decides. Without a version, each group's chosen version is used (see
+// as a short name, then (GROUP being the start of a group's name, as in
+// storageclass.storage) as a short name and a plural or singular name, then
+// as a kind; the first way that fits any served resource decides. Without a version, each group's chosen version is used (see
 // Resource.Preferred). When resources of several groups fit, the core group
 // wins, then the group the server lists first (so "events" is the core
 // group's Event, and "events.events.k8s.io" the other); resources that still
@@ -41,9 +42,22 @@ func (c *Catalog) Find(name string) (Resource, error) {
 
 // resolve returns the resources qs name in the first way of reading a name
 // that fits any, of the group kubectl prefers: one, or several that tie.
+// The ways come in kubectl's order: plural or singular, short name, then,
+// when RESOURCE.GROUP names no group in full, a group that starts so (short
+// name, then plural or singular: storageclass.storage, deploy.app), and
+// last a kind.
 func (c *Catalog) resolve(qs []nameQuery) []Resource {
-	for _, fits := range []func(string, Resource) bool{pluralOrSingular, shortName, kindName} {
-		if found := c.matching(qs, fits); len(found) > 0 {
+	var prefixed []nameQuery
+	for _, q := range qs {
+		if q.group != "*" && q.version == "" {
+			prefixed = append(prefixed, nameQuery{res: q.res, group: q.group, prefix: true})
+		}
+	}
+	for _, way := range []struct {
+		qs   []nameQuery
+		fits func(string, Resource) bool
+	}{{qs, pluralOrSingular}, {qs, shortName}, {prefixed, shortName}, {prefixed, pluralOrSingular}, {qs, kindName}} {
+		if found := c.matching(way.qs, way.fits); len(found) > 0 {
 			return c.firstGroup(found)
 		}
 	}
@@ -51,10 +65,16 @@ func (c *Catalog) resolve(qs []nameQuery) []Resource {
 }
 
 // nameQuery is one way of reading a name: a resource name, and the group and
-// version it names ("*" group: any; "" version: the chosen one).
-type nameQuery struct{ res, version, group string }
+// version it names ("*" group: any; "" version: the chosen one; prefix: any
+// group that starts with group).
+type nameQuery struct {
+	res, version, group string
+	prefix              bool
+}
 
-func (q nameQuery) fitsGroup(r Resource) bool { return q.group == "*" || q.group == r.Group }
+func (q nameQuery) fitsGroup(r Resource) bool {
+	return q.group == "*" || q.group == r.Group || (q.prefix && strings.HasPrefix(r.Group, q.group))
+}
 
 // parseName reads name every way kubectl does: RESOURCE, RESOURCE.GROUP and,
 // when the second part looks like a version, RESOURCE.VERSION.GROUP.

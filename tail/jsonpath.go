@@ -18,7 +18,7 @@ func kubePath(p string) (string, error) {
 	orig := p
 	braced := strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}")
 	if braced {
-		p = p[1 : len(p)-1]
+		p = strings.TrimSpace(p[1 : len(p)-1]) // { .spec.size } as kubectl reads it
 		if strings.Contains(p, "}") || strings.Contains(p, "{") || strings.HasPrefix(p, "range") {
 			return "", fmt.Errorf("%s: one JSONPath expression is taken, without range or several {…}", orig)
 		}
@@ -69,8 +69,8 @@ func kubePath(p string) (string, error) {
 	return b.String(), nil
 }
 
-// bracket translates what stands in [ ] of a JSONPath: an index, *, or a
-// quoted key; a filter or a slice is an error giving the gjson spelling of
+// bracket translates what stands in [ ] of a JSONPath: an index (one below
+// zero counts from the end: gjson's @reverse), *, or a quoted key; a filter or a slice is an error giving the gjson spelling of
 // the whole path (head before it, rest after it), when there is one.
 func bracket(in, orig, head, rest string) (string, error) {
 	switch {
@@ -88,7 +88,10 @@ func bracket(in, orig, head, rest string) (string, error) {
 	case strings.Contains(in, ":"):
 		return "", fmt.Errorf("%s: JSONPath slices are not taken; name one index ([0]) or all ([*])", orig)
 	}
-	if n, err := strconv.Atoi(in); err == nil && n >= 0 {
+	if n, err := strconv.Atoi(in); err == nil {
+		if n < 0 { // counted from the end, as kubectl counts it
+			return "@reverse." + strconv.Itoa(-n-1), nil
+		}
 		return in, nil
 	}
 	if len(in) >= 2 && (in[0] == '\'' || in[0] == '"') && in[len(in)-1] == in[0] {

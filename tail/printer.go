@@ -84,6 +84,13 @@ func (p *Printer) Release() error {
 	return err
 }
 
+// discard drops the rows held and every Hold, writing nothing.
+func (p *Printer) discard() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holds, p.held = 0, nil
+}
+
 func (p *Printer) tabular() bool {
 	return p.o.Output == "table" || p.o.Output == "wide" || p.o.Output == ""
 }

@@ -88,7 +88,7 @@ func (p *probe) observe(ev *event.Event) {
 }
 
 // listedName reports whether an object of the probe's name was listed; call
-// it after report.
+// it once the initial list has been observed.
 func (p *probe) listedName() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -170,12 +170,16 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Run(ctx) }()
 	if mgr.WaitForSync(ctx) {
+		missing := name != "" && !pr.listedName()
+		if missing && o.Printer == nil {
+			p.discard() // as kubectl get -w NAME: the error alone, no header
+		}
 		if err := release(); err != nil {
 			o.Logger.Error("write", "err", err)
 		}
 		o.logFollowing()
 		pr.report(o.Logger)
-		if name != "" && !pr.listedName() {
+		if missing {
 			r := o.Resources[0]
 			cancel(&NotFoundError{Resource: r.Name(), Namespace: o.Namespace, Name: name, ClusterScoped: !r.Namespaced})
 		}

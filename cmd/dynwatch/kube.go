@@ -51,6 +51,11 @@ func noCluster(rules *clientcmd.ClientConfigLoadingRules) error {
 			found = append(found, p)
 		}
 	}
+	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); len(found) == 0 && env != "" && rules.ExplicitPath == "" {
+		// client-go reads the files KUBECONFIG names and no other.
+		return fmt.Errorf("no cluster to talk to: KUBECONFIG names %s, which does not exist (with KUBECONFIG set, ~/.kube/config is not read); "+
+			"set KUBECONFIG to the file kubectl uses, or give --kubeconfig FILE", strings.Join(rules.GetLoadingPrecedence(), ", "))
+	}
 	if len(found) == 0 {
 		return errors.New("no cluster to talk to: no kubeconfig found (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not running in a pod; " +
 			"give --kubeconfig FILE or set KUBECONFIG to the file kubectl uses")

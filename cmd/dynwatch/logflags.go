@@ -122,6 +122,33 @@ func (k klogHandler) WithGroup(name string) slog.Handler {
 	return klogHandler{h: k.h.WithGroup(name), maxV: k.maxV}
 }
 
+// verbosityArgs spells -v's level as -v=N wherever args give it as kubectl's
+// -v takes it (-v6, -v 6, --verbose 6), since -v alone also stands (for 1)
+// and pflag would read the 6 as a shorthand flag or an argument. Args after
+// -- are left as they are.
+func verbosityArgs(fs *flag.FlagSet, args []string) []string {
+	if f := fs.Lookup("verbose"); f == nil || f.Value.Type() != (verbosityValue{}).Type() {
+		return args
+	}
+	level := func(s string) bool { _, err := strconv.ParseUint(s, 10, 0); return err == nil }
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(out, args[i:]...)
+		case (a == "-v" || a == "--verbose") && i+1 < len(args) && level(args[i+1]):
+			out = append(out, "-v="+args[i+1])
+			i++
+		case strings.HasPrefix(a, "-v") && level(a[2:]):
+			out = append(out, "-v="+a[2:])
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // verbosityValue is -v's value: a level, 1 when given without one.
 type verbosityValue struct{ v *int }
 

@@ -140,7 +140,7 @@ func flagSet(e *env, name, synopsis, description string) *flag.FlagSet {
 // (help was asked for: printed on stdout; or the flags were wrong: the error,
 // and one line pointing to --help, on stderr).
 func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	err := fs.Parse(args)
+	err := fs.Parse(verbosityArgs(fs, args))
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK, false

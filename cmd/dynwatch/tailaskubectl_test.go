@@ -117,3 +117,15 @@ func TestTailObjectNotFound(t *testing.T) {
 		t.Errorf("--watch-only: exit %d: %s", code, errOut)
 	}
 }
+
+// tail TYPE NAME of an object that does not exist prints nothing on stdout,
+// not even the table's header, as kubectl get -w NAME prints only its error.
+func TestTailObjectNotFoundPrintsNoHeader(t *testing.T) {
+	_, ns := setupTail(t)
+	for _, args := range [][]string{{}, {"-o", "wide"}, {"--columns", "SIZE:.spec.size"}} {
+		code, stdout, stderr := runBin(t, append([]string{"tail", "gadgets/nosuch", "-n", ns, "--kubeconfig", cp.Kubeconfig}, args...)...)
+		if code != exitFailure || stdout != "" || !strings.Contains(stderr, `"nosuch" not found`) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 1, nothing on stdout and the error", args, code, stdout, stderr)
+		}
+	}
+}
