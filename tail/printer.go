@@ -170,8 +170,8 @@ func (p *Printer) cells(pl *event.Payload) []string {
 	changed := strings.Join(pl.Changed, ",")
 	if changed == "" {
 		changed = "-"
-	} else if len(changed) > changedWidth && p.o.Output != "wide" {
-		changed = changed[:changedWidth-1] + "…"
+	} else if r := []rune(changed); len(r) > changedWidth && p.o.Output != "wide" {
+		changed = string(r[:changedWidth-1]) + "…"
 	}
 	loc := p.o.Location
 	if loc == nil {

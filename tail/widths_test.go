@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dynwatch/dynwatch/event"
 )
@@ -49,5 +50,22 @@ func TestTableSizesColumnsToWhatItPrints(t *testing.T) {
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("table:\n%s\nwant:\n%s", out.String(), strings.Join(want, "\n"))
+	}
+}
+
+// The CHANGED column a table row cuts at 40 characters is cut between
+// characters, never inside one: a path of non-ASCII keys is not shown with
+// a broken character's bytes escaped.
+func TestChangedCutBetweenCharacters(t *testing.T) {
+	var out bytes.Buffer
+	p := NewPrinter(Options{Output: "table", Out: &out, Location: time.UTC, NoHeaders: true})
+	pl := &event.Payload{Type: event.Update, Resource: event.Resource{Version: "v1", Resource: "configmaps"}, Namespace: "ns",
+		Name: "a", Object: json.RawMessage(`{}`), Time: "2026-11-29T12:00:00.000Z",
+		Changed: []string{"data.ключ-" + strings.Repeat("значение", 6)}}
+	if err := p.Print(pl); err != nil {
+		t.Fatal(err)
+	}
+	if !utf8.Valid(out.Bytes()) || !strings.Contains(out.String(), "…") || strings.Contains(out.String(), `\ufffd`) || strings.Contains(out.String(), `\x`) || strings.ContainsRune(out.String(), utf8.RuneError) {
+		t.Errorf("the cut CHANGED column is not valid UTF-8 or not cut:\n%q", out.String())
 	}
 }
