@@ -161,6 +161,11 @@ func TestWhyNothing(t *testing.T) {
 		{Selector{Kind: "Deploymnet"}, "did you mean kind: Deployment?"},
 		{Selector{Group: "apps", GroupSet: true, Resource: "deploymets"}, "did you mean resource: deployments?"},
 		{Selector{Kind: "Nothing"}, ""},
+		// kubectl's names, which a rule does not take, get the rule's.
+		{Selector{Resource: "deploy"}, "a rule names a resource by its plural or its kind as written, not as kubectl takes names: did you mean resource: deployments (or kind: Deployment)?"},
+		{Selector{Group: "apps", GroupSet: true, Resource: "deployment"}, "a rule names a resource by its plural or its kind as written, not as kubectl takes names: did you mean resource: deployments (or kind: Deployment)?"},
+		{Selector{Kind: "deployment"}, "a rule names a resource by its plural or its kind as written, not as kubectl takes names: did you mean resource: deployments (or kind: Deployment)?"},
+		{Selector{Group: "batch", GroupSet: true, Resource: "deploy"}, ""},
 	} {
 		if got := c.WhyNothing(tc.sel); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.sel, got, tc.want)

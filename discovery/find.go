@@ -59,6 +59,9 @@ func (c *Catalog) WhyNothing(s Selector) string {
 			return fmt.Sprintf("%s is served but cannot be listed and watched (its verbs: %s), so no rule can fire on it", r.Name(), strings.Join(r.Verbs, ", "))
 		}
 	}
+	if hint := c.asKubectlNames(s); hint != "" {
+		return hint
+	}
 	var close []string
 	for _, r := range c.Resources {
 		if !r.Preferred || !r.Watchable() || (s.GroupSet && !globMatch(s.Group, r.Group)) {
@@ -77,6 +80,27 @@ func (c *Catalog) WhyNothing(s Selector) string {
 		return ""
 	}
 	return "did you mean " + strings.Join(close, " or ") + "?"
+}
+
+// asKubectlNames is the hint for a selector that names a resource as kubectl
+// would take it but a rule does not (a rule's resource is the plural, its kind
+// the kind as written): resource: cm or configmap, kind: configmap.
+func (c *Catalog) asKubectlNames(s Selector) string {
+	name := s.Resource
+	if name == "" {
+		name = s.Kind
+	}
+	if name == "" || hasGlobChars(name) {
+		return ""
+	}
+	if s.GroupSet && s.Group != "" && !hasGlobChars(s.Group) {
+		name += "." + s.Group
+	}
+	r, err := c.Find(name)
+	if err != nil || s.GroupSet && !globMatch(s.Group, r.Group) {
+		return ""
+	}
+	return fmt.Sprintf("a rule names a resource by its plural or its kind as written, not as kubectl takes names: did you mean resource: %s (or kind: %s)?", r.Resource, r.Kind)
 }
 
 func (s Selector) matchesIgnoringVerbs(r Resource) bool {

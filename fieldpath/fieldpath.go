@@ -17,6 +17,9 @@ func Check(p string) error {
 	if p == "" {
 		return errors.New("empty path")
 	}
+	if len(p) > 1 && p[0] == '.' && p[1] != '.' {
+		return fmt.Errorf("path %q starts with a dot, as kubectl's JSONPath does: write %s (a path here has no leading dot)", p, p[1:])
+	}
 	depth, inQuote := 0, false
 	prev := byte('.')
 	for i := 0; i < len(p); i++ {

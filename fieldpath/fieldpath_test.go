@@ -2,6 +2,7 @@ package fieldpath
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -25,6 +26,14 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("Check(%q) = %v, want ok=%v", tc.path, err, tc.ok)
 			}
 		})
+	}
+}
+
+// A kubectl user's leading dot is refused with the spelling that works.
+func TestCheckLeadingDot(t *testing.T) {
+	err := Check(".data.mode")
+	if err == nil || !strings.Contains(err.Error(), "write data.mode") {
+		t.Fatalf("Check(.data.mode) = %v, want it to say: write data.mode", err)
 	}
 }
 

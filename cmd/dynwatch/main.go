@@ -87,7 +87,7 @@ func newRoot(ctx context.Context, e *env, code *int) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "dynwatch",
 		Short:         "watch any Kubernetes resource and turn its changes into actions",
-		Long:          "dynwatch watches any Kubernetes resource — built-in kinds and CRDs — and turns add/update/delete\nevents into actions (JSON log lines, webhooks, commands), as a YAML rule file says.",
+		Long:          "dynwatch watches any Kubernetes resource — built-in kinds and CRDs — and turns add/update/delete\nevents into actions (JSON log lines, webhooks, Slack and Teams messages, CloudEvents, commands,\nKafka, NATS), as a YAML rule file says.",
 		Version:       built().Version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
