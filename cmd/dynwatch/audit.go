@@ -27,9 +27,11 @@ func cmdAudit(ctx context.Context, e *env, args []string) int {
 	if code, ok := lf.apply(fs, e, &kf); !ok {
 		return code
 	}
-	if *config == "" || fs.NArg() > 0 {
-		return usageError(fs, "--config FILE is required and no arguments are taken")
+	path, msg := configArg("audit", *config, fs.Args())
+	if msg != "" {
+		return usageError(fs, "%s", msg)
 	}
+	*config = path
 	if *output != "table" && *output != "json" {
 		return usageError(fs, "-o: want table or json, got %q", *output)
 	}

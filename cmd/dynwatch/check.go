@@ -37,7 +37,7 @@ func cmdCheck(ctx context.Context, e *env, args []string) int {
 	if code, ok := lf.apply(fs, e, &kf); !ok {
 		return code
 	}
-	path, msg := configArg(*cfgPath, fs.Args())
+	path, msg := configArg("check", *cfgPath, fs.Args())
 	if msg != "" {
 		return usageError(fs, "%s", msg)
 	}
@@ -72,7 +72,7 @@ func sameFile(a, b string) bool {
 
 // configArg is the config file check was given: its argument or --config,
 // or a usage problem ("" when there is none).
-func configArg(flagPath string, args []string) (path, problem string) {
+func configArg(command, flagPath string, args []string) (path, problem string) {
 	switch {
 	case len(args) > 1:
 		return "", fmt.Sprintf("one config file at a time, got %d arguments: %s", len(args), strings.Join(args, " "))
@@ -81,7 +81,7 @@ func configArg(flagPath string, args []string) (path, problem string) {
 	case len(args) == 1:
 		return args[0], ""
 	case flagPath == "":
-		return "", "--config FILE is required (or give the file as the argument: " + progName + " check FILE)"
+		return "", "--config FILE is required (or give the file as the argument: " + progName + " " + command + " FILE)"
 	}
 	return flagPath, ""
 }

@@ -57,3 +57,24 @@ func TestCheckClusterVerdictLast(t *testing.T) {
 		t.Errorf("all well: exit %d, want 0 and the verdict last, once:\n%s", code, stdout)
 	}
 }
+
+// run, audit and rbac take the config file as their argument too, as check
+// does (a newcomer types dynwatch run rules.yaml).
+func TestConfigFileArgument(t *testing.T) {
+	const example = "../../config.example.yaml"
+	code, stdout, stderr := runCLI(t, "rbac", example)
+	if code != exitOK || !strings.Contains(stdout, "kind: ClusterRole") {
+		t.Errorf("rbac FILE: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	for args, want := range map[string]string{
+		"run":                 "--config FILE is required (or give the file as the argument: dynwatch run FILE)",
+		"audit a.yaml b.yaml": "one config file at a time, got 2 arguments",
+		"rbac " + example + " --config other.yaml":    "two config files: " + example + " (the argument) and other.yaml (--config): give one",
+		"run ../../plan/testdata/invalid-values.yaml": "6 problem(s)",
+	} {
+		code, _, stderr := runCLI(t, strings.Fields(args)...)
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d, want 2 and %q; stderr %q", args, code, want, stderr)
+		}
+	}
+}

@@ -35,8 +35,13 @@ func cmdRBAC(_ context.Context, e *env, args []string) int {
 	if n, s, found := strings.Cut(*saFlag, "/"); found {
 		ns, name = n, s
 	}
-	if *config == "" || fs.NArg() > 0 || ns == "" || name == "" {
-		return usageError(fs, "--config FILE is required, --namespace and --service-account must not be empty, and no arguments are taken")
+	path, msg := configArg("rbac", *config, fs.Args())
+	if msg != "" {
+		return usageError(fs, "%s", msg)
+	}
+	*config = path
+	if ns == "" || name == "" {
+		return usageError(fs, "--namespace and --service-account must not be empty")
 	}
 	file, code := loadConfig(e.stderr, *config)
 	if file == nil {

@@ -29,9 +29,11 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if *cfgPath == "" || fs.NArg() > 0 {
-		return usageError(fs, "--config FILE is required and no arguments are taken")
+	path, msg := configArg("run", *cfgPath, fs.Args())
+	if msg != "" {
+		return usageError(fs, "%s", msg)
 	}
+	*cfgPath = path
 	log, err := lf.logger(e.stderr)
 	if err != nil {
 		return usageError(fs, "%v", err)
