@@ -228,7 +228,7 @@ func (rs *RuleSpec) validate(v *validator, p string, c *Config) {
 	validateNamespaces(v, p+".namespaces", rs.Namespaces)
 	for j, t := range rs.On {
 		if !slices.Contains(EventTypes, t) {
-			v.errf(fmt.Sprintf("%s.on[%d]", p, j), "unknown event type %q (want one of %s)", t, strings.Join(EventTypes, ", "))
+			v.errf(fmt.Sprintf("%s.on[%d]", p, j), "unknown event type %q%s (want one of %s)", t, didYouMean(t, EventTypes), strings.Join(EventTypes, ", "))
 		}
 	}
 	rs.validateOnStart(v, p, c.StateEnabled())
@@ -242,7 +242,8 @@ func (rs *RuleSpec) validate(v *validator, p string, c *Config) {
 			}
 		}
 	default:
-		v.errf(p+".fire", "unknown fire %q (want one of always, enter, exit, edges)", rs.Fire)
+		fires := []string{"always", "enter", "exit", "edges"}
+		v.errf(p+".fire", "unknown fire %q%s (want one of %s)", rs.Fire, didYouMean(rs.Fire, fires), strings.Join(fires, ", "))
 	}
 	if len(rs.Actions) == 0 {
 		v.errf(p+".actions", "required: name at least one action")
@@ -263,14 +264,15 @@ func (rs *RuleSpec) validateOnStart(v *validator, p string, state bool) {
 		}
 	case OnStartAll, OnStartNone:
 	default:
-		v.errf(p+".onStart", "unknown onStart %q (want one of diff, all, none)", rs.OnStart)
+		starts := []string{"diff", "all", "none"}
+		v.errf(p+".onStart", "unknown onStart %q%s (want one of %s)", rs.OnStart, didYouMean(rs.OnStart, starts), strings.Join(starts, ", "))
 	}
 }
 
 // checkFormat reports a format that is not in allowed.
 func checkFormat(v *validator, p, f string, allowed ...string) {
 	if !slices.Contains(allowed, f) {
-		v.errf(p, "unknown format %q (want one of %s)", f, strings.Join(allowed, ", "))
+		v.errf(p, "unknown format %q%s (want one of %s)", f, didYouMean(f, allowed), strings.Join(allowed, ", "))
 	}
 }
 

@@ -234,7 +234,7 @@ func compileCondition(cs config.ConditionSpec, celErrors *atomic.Uint64) (*condi
 	}
 	op := LookupOperator(cs.Op)
 	if op == nil {
-		return nil, fieldErr("op", "unknown operator %q (want one of %s)", cs.Op, operatorChoices())
+		return nil, fieldErr("op", "unknown operator %q%s (want one of %s)", cs.Op, closestOperator(cs.Op), operatorChoices())
 	}
 	args, err := op.Arity.read(cs)
 	if err != nil {

@@ -3,6 +3,7 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"github.com/dynwatch/dynwatch/editdist"
 	"regexp"
 	"slices"
 	"strings"
@@ -115,6 +116,21 @@ func LookupOperator(op string) *Operator {
 
 // operatorChoices says what an `op` may be, for messages: the names, then
 // the symbols that alias them.
+// closestOperator is ", did you mean "gt"?" for an operator's name mistyped
+// by at most two letters, else "".
+func closestOperator(op string) string {
+	best, bestD := "", 3
+	for _, name := range Operators() {
+		if d := editdist.Levenshtein(strings.ToLower(op), strings.ToLower(name)); d < bestD && d < len(op) {
+			best, bestD = name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(", did you mean %q?", best)
+}
+
 func operatorChoices() string {
 	var syms []string
 	for _, o := range operators {
