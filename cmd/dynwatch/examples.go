@@ -14,7 +14,7 @@ import (
 var examples = map[string]string{
 	"dynwatch": `  # is the config valid, and may dynwatch list and watch what its rules select?
   dynwatch check --cluster config.yaml
-  # follow Deployments in every namespace, as kubectl get -w does
+  # list the Deployments of every namespace, then follow each change
   dynwatch tail deployments -A
   # watch the cluster and deliver events as the config says
   dynwatch run --config config.yaml`,
