@@ -70,30 +70,42 @@ const h1Comment = "checksum: the module's go.sum hash (h1:, the SHA-256 of its f
 // writeSBOM writes the SPDX document of the release's binaries to dst.
 func writeSBOM(o options, dst string, created time.Time) error {
 	mainPath := ""
-	deps := map[string]*debug.Module{}
+	var deps []*debug.Module
 	for _, p := range platforms {
 		bi, err := buildinfo.ReadFile(filepath.Join(o.dist, "dynwatch_"+strings.ReplaceAll(p, "/", "_")))
 		if err != nil {
 			return fmt.Errorf("sbom: %w", err)
 		}
 		mainPath = bi.Main.Path
-		for _, d := range bi.Deps {
-			if d.Replace != nil {
-				d = d.Replace
-			}
-			deps[d.Path+"@"+d.Version] = d
+		deps = append(deps, bi.Deps...)
+	}
+	b, err := json.MarshalIndent(sbom(o.version, mainPath, deps, created), "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, append(b, '\n'), 0o644)
+}
+
+// sbom is the SPDX document of the main module at version and deps (each
+// once, replaced by its replacement).
+func sbom(version, mainPath string, mods []*debug.Module, created time.Time) spdxDoc {
+	deps := map[string]*debug.Module{}
+	for _, d := range mods {
+		if d.Replace != nil {
+			d = d.Replace
 		}
+		deps[d.Path+"@"+d.Version] = d
 	}
 	doc := spdxDoc{
 		SPDXVersion: "SPDX-2.3", DataLicense: "CC0-1.0", SPDXID: "SPDXRef-DOCUMENT",
-		Name:              "dynwatch-" + o.version,
-		DocumentNamespace: "https://github.com/dynwatch/dynwatch/releases/" + o.version + "/sbom",
+		Name:              "dynwatch-" + version,
+		DocumentNamespace: "https://github.com/dynwatch/dynwatch/releases/" + version + "/sbom",
 		CreationInfo:      spdxCreation{Created: created.Format(time.RFC3339), Creators: []string{"Organization: dynwatch", "Tool: hack/release"}},
 	}
 	root := spdxPackage{
-		Name: mainPath, SPDXID: "SPDXRef-Package-" + spdxID(mainPath), VersionInfo: o.version,
+		Name: mainPath, SPDXID: "SPDXRef-Package-" + spdxID(mainPath), VersionInfo: version,
 		DownloadLocation: "https://github.com/dynwatch/dynwatch", LicenseConcluded: "Apache-2.0",
-		ExternalRefs: []spdxRef{purl(mainPath, o.version)},
+		ExternalRefs: []spdxRef{purl(mainPath, version)},
 	}
 	doc.Packages = append(doc.Packages, root)
 	doc.Relationships = append(doc.Relationships, spdxRelationship{"SPDXRef-DOCUMENT", "DESCRIBES", root.SPDXID})
@@ -114,11 +126,7 @@ func writeSBOM(o options, dst string, created time.Time) error {
 		doc.Packages = append(doc.Packages, p)
 		doc.Relationships = append(doc.Relationships, spdxRelationship{root.SPDXID, "DEPENDS_ON", p.SPDXID})
 	}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(dst, append(b, '\n'), 0o644)
+	return doc
 }
 
 var notID = regexp.MustCompile(`[^A-Za-z0-9.-]+`)
