@@ -2,8 +2,6 @@ package main
 
 import (
 	"debug/buildinfo"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -64,9 +62,6 @@ type spdxRelationship struct {
 	Related string `json:"relatedSpdxElement"`
 }
 
-// h1Comment says what a dependency's checksum is.
-const h1Comment = "checksum: the module's go.sum hash (h1:, the SHA-256 of its file list and the files' SHA-256s), as the binaries' build info records it"
-
 // writeSBOM writes the SPDX document of the release's binaries to dst.
 func writeSBOM(o options, dst string, created time.Time) error {
 	mainPath := ""
@@ -120,8 +115,11 @@ func sbom(version, mainPath string, mods []*debug.Module, created time.Time) spd
 			Name: d.Path, SPDXID: "SPDXRef-Package-" + spdxID(k), VersionInfo: d.Version,
 			DownloadLocation: "NOASSERTION", ExternalRefs: []spdxRef{purl(d.Path, d.Version)},
 		}
-		if sum, ok := h1Hex(d.Sum); ok {
-			p.Checksums, p.Comment = []spdxChecksum{{"SHA256", sum}}, h1Comment
+		// A go.sum hash (h1:) is the SHA-256 of a list of the module's
+		// files and their SHA-256s, not of the module's zip: it is no
+		// SPDX checksum of the package, so it is said as what it is.
+		if d.Sum != "" {
+			p.Comment = "go.sum hash: " + d.Sum
 		}
 		doc.Packages = append(doc.Packages, p)
 		doc.Relationships = append(doc.Relationships, spdxRelationship{root.SPDXID, "DEPENDS_ON", p.SPDXID})
@@ -136,13 +134,4 @@ func spdxID(s string) string { return notID.ReplaceAllString(s, "-") }
 
 func purl(path, version string) spdxRef {
 	return spdxRef{"PACKAGE-MANAGER", "purl", "pkg:golang/" + path + "@" + version}
-}
-
-// h1Hex is the SHA-256 of an h1: hash, in hex.
-func h1Hex(sum string) (string, bool) {
-	b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(sum, "h1:"))
-	if !strings.HasPrefix(sum, "h1:") || err != nil || len(b) != 32 {
-		return "", false
-	}
-	return hex.EncodeToString(b), true
 }
