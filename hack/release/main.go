@@ -22,7 +22,13 @@ import (
 
 // semver is a release version as the image tag, `dynwatch version` and the
 // chart's appVersion say it; the chart's version is the same without the v.
-var semver = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
+// A pre-release's identifiers are as semver has them (none empty, a numeric
+// one without a leading zero), else Go takes no module at that tag and Helm
+// no chart at that version.
+var semver = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-` + preID + `(\.` + preID + `)*)?$`)
+
+// preID is one identifier of a pre-release: a number, or letters, digits and -.
+const preID = `(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)`
 
 func main() {
 	var err error

@@ -126,3 +126,19 @@ func TestPackagedChartNamesThePublishedImage(t *testing.T) {
 		}
 	}
 }
+
+// A release version is a semantic version Go takes as a module version and
+// Helm as a chart version: a pre-release's identifiers are not empty and a
+// numeric one has no leading zero (both refuse v1.0.0-01 and v1.0.0-rc..1);
+// build metadata is no module version.
+func TestCheckVersion(t *testing.T) {
+	for v, ok := range map[string]bool{
+		"v0.2.0": true, "v1.0.0-rc.1": true, "v1.0.0-0": true, "v1.0.0-0a.x-y": true, "v10.20.30-alpha.10": true,
+		"0.2.0": false, "v0.2": false, "v01.2.0": false, "v1.0.0+build.1": false,
+		"v1.0.0-01": false, "v1.0.0-rc.01": false, "v1.0.0-rc..1": false, "v1.0.0-.": false, "v1.0.0-rc.": false, "v1.0.0-": false,
+	} {
+		if err := checkVersion(v); (err == nil) != ok {
+			t.Errorf("checkVersion(%q): %v, want accepted %v", v, err, ok)
+		}
+	}
+}
