@@ -27,18 +27,38 @@ type options struct {
 	root            string // the checkout
 	commit          string // what the binaries report; empty: git's short HEAD
 	imageRepository string // values.yaml's image.repository in the packaged chart, if set
+	allowDirty      bool   // release a checkout with changes, its commit ending in -dirty
+}
+
+// releaseCommit is the commit the release is built from, in full and short:
+// HEAD, if the checkout has no change git sees (tracked or not ignored).
+// Otherwise it is refused, or, allowed, both end in -dirty: the binaries, the
+// image and the SBOM never name a commit that is not what they were built from.
+func releaseCommit(ctx context.Context, root string, allowDirty bool) (rev, short string, err error) {
+	if rev, err = git(ctx, root, "rev-parse", "HEAD"); err != nil {
+		return "", "", err
+	}
+	if short, err = git(ctx, root, "rev-parse", "--short", "HEAD"); err != nil {
+		return "", "", err
+	}
+	changes, err := git(ctx, root, "status", "--porcelain")
+	if err != nil || changes == "" {
+		return rev, short, err
+	}
+	if !allowDirty {
+		return "", "", fmt.Errorf("the checkout has changes not committed (git status lists them): commit or stash them, or release it as it is with ALLOW_DIRTY=1 (-allow-dirty), its commit then %s-dirty", short)
+	}
+	return rev + "-dirty", short + "-dirty", nil
 }
 
 // build writes the release into o.dist and returns the files it wrote.
 func build(ctx context.Context, o options) ([]string, error) {
-	rev, err := git(ctx, o.root, "rev-parse", "HEAD")
+	rev, short, err := releaseCommit(ctx, o.root, o.allowDirty)
 	if err != nil {
 		return nil, err
 	}
 	if o.commit == "" {
-		if o.commit, err = git(ctx, o.root, "rev-parse", "--short", "HEAD"); err != nil {
-			return nil, err
-		}
+		o.commit = short
 	}
 	epoch, err := git(ctx, o.root, "log", "-1", "--format=%ct")
 	if err != nil {

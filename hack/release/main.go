@@ -61,6 +61,7 @@ func buildMain(ctx context.Context, args []string) error {
 	fs.StringVar(&o.dist, "o", "dist", "the directory to write the release into (emptied first)")
 	fs.StringVar(&o.root, "root", ".", "the checkout to build")
 	fs.StringVar(&o.commit, "commit", "", "the commit the binaries report (default: git rev-parse --short HEAD)")
+	fs.BoolVar(&o.allowDirty, "allow-dirty", false, "release a checkout with changes not committed, its commit then ending in -dirty (default: refuse it)")
 	fs.StringVar(&o.imageRepository, "image-repository", "", "the chart's default image.repository, where make publish pushes the image (default: the chart's own, dynwatch)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -35,7 +35,8 @@ const testVersion = "v0.9.1"
 func TestReleaseAndPublish(t *testing.T) {
 	skipUnlessReleaseTests(t)
 	dist := t.TempDir()
-	if err := buildMain(t.Context(), []string{"-version", testVersion, "-o", dist, "-root", "../.."}); err != nil {
+	// -allow-dirty: the test runs on a checkout being worked on too.
+	if err := buildMain(t.Context(), []string{"-version", testVersion, "-o", dist, "-root", "../..", "-allow-dirty"}); err != nil {
 		t.Fatal(err)
 	}
 	sums := checkChecksums(t, dist)
@@ -50,7 +51,7 @@ func TestReleaseAndPublish(t *testing.T) {
 		}
 	}
 	if runtime.GOOS+"/"+runtime.GOARCH == "linux/amd64" {
-		commit, _ := git(t.Context(), "../..", "rev-parse", "--short", "HEAD")
+		_, commit, _ := releaseCommit(t.Context(), "../..", true)
 		out, err := exec.Command(filepath.Join(dist, "dynwatch_linux_amd64"), "version").CombinedOutput()
 		if err != nil || !strings.HasPrefix(string(out), "dynwatch "+testVersion+"\ncommit: "+commit+"\n") {
 			t.Errorf("dynwatch version of the release binary: %v\n%s\nwant dynwatch %s, commit %s", err, out, testVersion, commit)
