@@ -89,7 +89,7 @@ func build(ctx context.Context, o options) ([]string, error) {
 		files = append(files, bin, arc)
 	}
 	sbom := "dynwatch_" + o.version + ".spdx.json"
-	if err := writeSBOM(o, filepath.Join(o.dist, sbom), created); err != nil {
+	if err := writeSBOM(o, rev, filepath.Join(o.dist, sbom), created); err != nil {
 		return nil, err
 	}
 	chart, err := packageChart(filepath.Join(o.root, "charts", "dynwatch"), o.dist, o.version, o.imageRepository, created)

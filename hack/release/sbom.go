@@ -62,8 +62,9 @@ type spdxRelationship struct {
 	Related string `json:"relatedSpdxElement"`
 }
 
-// writeSBOM writes the SPDX document of the release's binaries to dst.
-func writeSBOM(o options, dst string, created time.Time) error {
+// writeSBOM writes the SPDX document of the release's binaries, built
+// from commit rev, to dst.
+func writeSBOM(o options, rev, dst string, created time.Time) error {
 	mainPath := ""
 	var deps []*debug.Module
 	for _, p := range platforms {
@@ -74,16 +75,17 @@ func writeSBOM(o options, dst string, created time.Time) error {
 		mainPath = bi.Main.Path
 		deps = append(deps, bi.Deps...)
 	}
-	b, err := json.MarshalIndent(sbom(o.version, mainPath, deps, created), "", "  ")
+	b, err := json.MarshalIndent(sbom(o.version, rev, mainPath, deps, created), "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(dst, append(b, '\n'), 0o644)
 }
 
-// sbom is the SPDX document of the main module at version and deps (each
+// sbom is the SPDX document of the main module at version, built from
+// commit rev, and deps (each
 // once, replaced by its replacement).
-func sbom(version, mainPath string, mods []*debug.Module, created time.Time) spdxDoc {
+func sbom(version, rev, mainPath string, mods []*debug.Module, created time.Time) spdxDoc {
 	deps := map[string]*debug.Module{}
 	for _, d := range mods {
 		if d.Replace != nil {

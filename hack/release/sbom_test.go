@@ -12,7 +12,7 @@ import (
 // zip against it would find a mismatch), and still says it, as it is.
 func TestSBOMSaysTheGoSumHashAsWhatItIs(t *testing.T) {
 	const h1 = "h1:qJmnOUb4YB+FsEuM3HcWucdZASCPGhsX6uljO6pog0c="
-	doc := sbom("v1.2.3", modulePath, []*debug.Module{{Path: "golang.org/x/mod", Version: "v0.41.0", Sum: h1}}, time.Unix(0, 0))
+	doc := sbom("v1.2.3", "0123456789abcdef0123456789abcdef01234567", modulePath, []*debug.Module{{Path: "golang.org/x/mod", Version: "v0.41.0", Sum: h1}}, time.Unix(0, 0))
 	if len(doc.Packages) != 2 {
 		t.Fatalf("%d packages, want the main module and one dependency", len(doc.Packages))
 	}
