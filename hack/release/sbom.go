@@ -96,7 +96,7 @@ func sbom(version, rev, mainPath string, mods []*debug.Module, created time.Time
 	doc := spdxDoc{
 		SPDXVersion: "SPDX-2.3", DataLicense: "CC0-1.0", SPDXID: "SPDXRef-DOCUMENT",
 		Name:              "dynwatch-" + version,
-		DocumentNamespace: "https://github.com/dynwatch/dynwatch/releases/" + version + "/sbom",
+		DocumentNamespace: "https://github.com/dynwatch/dynwatch/releases/" + version + "/sbom/" + rev,
 		CreationInfo:      spdxCreation{Created: created.Format(time.RFC3339), Creators: []string{"Organization: dynwatch", "Tool: hack/release"}},
 	}
 	root := spdxPackage{

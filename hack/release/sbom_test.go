@@ -24,3 +24,19 @@ func TestSBOMSaysTheGoSumHashAsWhatItIs(t *testing.T) {
 		t.Errorf("the dependency's comment %q does not give its go.sum hash %s", dep.Comment, h1)
 	}
 }
+
+// An SPDX document's namespace names that one document: two releases at
+// one version from different commits (a tag moved, a checkout released
+// -dirty) are two documents; the same commit's is the same, byte for byte.
+func TestSBOMNamespaceIsTheDocuments(t *testing.T) {
+	const a, b = "0123456789abcdef0123456789abcdef01234567", "89abcdef0123456789abcdef0123456789abcdef"
+	ns := func(rev string) string {
+		return sbom("v1.2.3", rev, modulePath, nil, time.Unix(0, 0)).DocumentNamespace
+	}
+	if ns(a) == ns(b) {
+		t.Errorf("commits %s and %s: one namespace %s", a, b, ns(a))
+	}
+	if ns(a) != ns(a) || !strings.HasPrefix(ns(a), "https://") {
+		t.Errorf("namespace %q, want one https URI per commit", ns(a))
+	}
+}
