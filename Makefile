@@ -35,7 +35,7 @@ push: ## build the image, then push its index to a registry: make push IMAGE=reg
 
 release: ## make a release into dist/, pushing nothing, from a checkout without changes (ALLOW_DIRTY=1: with them, its commit then X-dirty): make release VERSION=vX.Y.Z (binaries for linux and darwin, amd64 and arm64, the kubectl plugin's archives, checksums.txt, an SPDX SBOM, the image index as an OCI layout, the chart dynwatch-X.Y.Z.tgz)
 	@echo "$(VERSION)" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$' || { echo "make release: set VERSION=vX.Y.Z (e.g. make release VERSION=v0.2.0)"; exit 2; }
-	$(GO) run ./hack/release -version $(VERSION) -o dist $(if $(REGISTRY),-image-repository $(REGISTRY)/dynwatch) $(if $(ALLOW_DIRTY),-allow-dirty)
+	$(GO) run ./hack/release -version $(VERSION) -o dist $(if $(REGISTRY),-image-repository $(patsubst oci://%,%,$(REGISTRY))/dynwatch) $(if $(ALLOW_DIRTY),-allow-dirty)
 	@test -z "$(REGISTRY)" || echo "make release pushes nothing: make publish VERSION=$(VERSION) REGISTRY=$(REGISTRY) pushes the image and the chart"
 
 release-test: ## the release tests: make release and make publish into a registry on loopback, and go install …@latest from a module proxy (minutes on a cold build cache; CI runs them after make test)
