@@ -17,7 +17,7 @@ func loadConfig(stderr io.Writer, path string) (*plan.File, int) {
 
 // loadConfigWith is loadConfig with the config's load options.
 func loadConfigWith(stderr io.Writer, path string, o config.Options) (*plan.File, int) {
-	file, code := loadValidConfig(stderr, path, o)
+	file, code := loadValidConfig(stderr, path, o, "")
 	if file == nil {
 		return nil, code
 	}
@@ -28,8 +28,9 @@ func loadConfigWith(stderr io.Writer, path string, o config.Options) (*plan.File
 }
 
 // loadValidConfig is loadConfigWith without printing the file's warnings:
-// run logs them instead.
-func loadValidConfig(stderr io.Writer, path string, o config.Options) (*plan.File, int) {
+// run logs them instead. after ends the line that counts the problems
+// (run's "; nothing was started").
+func loadValidConfig(stderr io.Writer, path string, o config.Options, after string) (*plan.File, int) {
 	file, err := plan.LoadWith(path, o)
 	if err != nil {
 		var ps config.Problems
@@ -37,7 +38,7 @@ func loadValidConfig(stderr io.Writer, path string, o config.Options) (*plan.Fil
 			for _, p := range ps {
 				fmt.Fprintln(stderr, p.Error())
 			}
-			fmt.Fprintf(stderr, "%s: %d problem(s); nothing was started\n", path, len(ps))
+			fmt.Fprintf(stderr, "%s: %d problem(s)%s\n", path, len(ps), after)
 			return nil, exitUsage
 		}
 		fmt.Fprintln(stderr, "dynwatch:", err)

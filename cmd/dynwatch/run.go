@@ -45,7 +45,7 @@ func cmdRun(ctx context.Context, e *env, args []string) int {
 		log.Warn("exec commands can read dynwatch's environment and memory", "err", err)
 	}
 	memory.SetLimit(log, "/")
-	file, code := loadValidConfig(e.stderr, *cfgPath, config.Options{Strict: *strict})
+	file, code := loadValidConfig(e.stderr, *cfgPath, config.Options{Strict: *strict}, "; nothing was started")
 	if file == nil {
 		return code
 	}
