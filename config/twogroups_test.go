@@ -31,3 +31,23 @@ func TestEventsWithoutGroupWarns(t *testing.T) {
 		}
 	}
 }
+
+// A file's warnings come in the order of their lines, whatever check found
+// them by (here the insecure header of line 3 after the events selector of
+// line 5).
+func TestWarningsInLineOrder(t *testing.T) {
+	t.Parallel()
+	f, err := Parse("r.yaml", []byte(`apiVersion: dynwatch/v1alpha1
+actions:
+  - {name: o, webhook: {url: "http://127.0.0.1:9/hook", headers: {Authorization: "Bearer x"}}}
+rules:
+  - {name: r, resources: [{resource: events}], actions: [o]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := f.Warnings()
+	if len(ws) != 2 || ws[0].Line != 3 || ws[1].Line != 5 {
+		t.Errorf("warnings %v, want line 3's then line 5's", ws)
+	}
+}

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 )
 
@@ -26,7 +28,10 @@ func (f *File) Warnings() []Problem {
 		}
 	}
 	out = append(out, f.twoGroupWarnings()...)
-	return append(out, f.insecureWarnings()...)
+	out = append(out, f.insecureWarnings()...)
+	// In the file's order, as its problems are.
+	slices.SortStableFunc(out, func(a, b Problem) int { return cmp.Compare(a.Line, b.Line) })
+	return out
 }
 
 // builtinInTwoGroups are the built-in resources that two API groups serve
