@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // nobody is the user the dumpable test runs the init as: a user without
@@ -52,11 +53,14 @@ func TestInitIsNotDumpable(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run=^TestHelperDumpable$")
-	cmd.Env = append(os.Environ(), "REAPER_DUMPABLE_DIR="+dir, "REAPER_SECRET=s3cret-of-pid-1")
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	if err := cmd.Start(); err != nil {
+	cmd, err := startCopied(func() *exec.Cmd {
+		cmd := exec.Command(exe, "-test.run=^TestHelperDumpable$")
+		cmd.Env = append(os.Environ(), "REAPER_DUMPABLE_DIR="+dir, "REAPER_SECRET=s3cret-of-pid-1")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		return cmd
+	})
+	if err != nil {
 		if errors.Is(err, syscall.EPERM) {
 			t.Skip("no new PID namespace without CAP_SYS_ADMIN:", err)
 		}
@@ -82,6 +86,21 @@ func TestInitIsNotDumpable(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("the init exited with %v, want the child's 0", err)
+	}
+}
+
+// startCopied starts the command newCmd makes, again while its executable,
+// just written, is "text file busy": a process that another test forked
+// meanwhile holds the file open for writing until it execs (the fork copies
+// the descriptor table; close-on-exec closes it only at the exec).
+func startCopied(newCmd func() *exec.Cmd) (*exec.Cmd, error) {
+	for i := 0; ; i++ {
+		cmd := newCmd()
+		err := cmd.Start()
+		if err == nil || !errors.Is(err, syscall.ETXTBSY) || i == 100 {
+			return cmd, err
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
