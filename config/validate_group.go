@@ -58,13 +58,7 @@ func (r *RateLimitSpec) validate(v *validator, p string) {
 // or "" when none is close: within two edits (case aside), and fewer edits
 // than word has letters, so that a short word is not matched to anything.
 func didYouMean(word string, choices []string) string {
-	best, bestD := "", 3
-	for _, c := range choices {
-		d := editdist.Levenshtein(strings.ToLower(word), strings.ToLower(c))
-		if d < bestD && d < len(word) {
-			best, bestD = c, d
-		}
-	}
+	best := editdist.Closest(word, choices)
 	if best == "" {
 		return ""
 	}

@@ -4,6 +4,8 @@
 // It imports nothing of dynwatch.
 package editdist
 
+import "strings"
+
 // Levenshtein is the edit distance between a and b: the fewest single-byte
 // insertions, deletions and substitutions that turn a into b.
 func Levenshtein(a, b string) int {
@@ -24,4 +26,18 @@ func Levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// Closest is the choice nearest to word, compared without case, when it is at
+// most two edits away and fewer edits than word has letters: the one rule of
+// every "did you mean". The first of equally near choices wins; "" when none
+// is near.
+func Closest(word string, choices []string) string {
+	best, bestD := "", 3
+	for _, c := range choices {
+		if d := Levenshtein(strings.ToLower(word), strings.ToLower(c)); d < bestD && d < len(word) {
+			best, bestD = c, d
+		}
+	}
+	return best
 }

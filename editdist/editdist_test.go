@@ -13,3 +13,14 @@ func TestLevenshtein(t *testing.T) {
 		}
 	}
 }
+
+// Closest is the one rule of every "did you mean": case aside, at most two
+// edits and fewer than the word has letters, the first of equal ones.
+func TestClosest(t *testing.T) {
+	choices := []string{"gt", "gte", "edges", "ConfigMap"}
+	for word, want := range map[string]string{"gtt": "gt", "edge": "edges", "configmap": "ConfigMap", "x": "", "zzzz": ""} {
+		if got := Closest(word, choices); got != want {
+			t.Errorf("Closest(%q) = %q, want %q", word, got, want)
+		}
+	}
+}

@@ -119,12 +119,7 @@ func LookupOperator(op string) *Operator {
 // closestOperator is ", did you mean "gt"?" for an operator's name mistyped
 // by at most two letters, else "".
 func closestOperator(op string) string {
-	best, bestD := "", 3
-	for _, name := range Operators() {
-		if d := editdist.Levenshtein(strings.ToLower(op), strings.ToLower(name)); d < bestD && d < len(op) {
-			best, bestD = name, d
-		}
-	}
+	best := editdist.Closest(op, Operators())
 	if best == "" {
 		return ""
 	}
