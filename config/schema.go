@@ -59,6 +59,9 @@ type Config struct {
 	// discovery, informers and CRD tracking. Default: none, the command
 	// line's kubeconfig is the one cluster and payloads have no cluster key.
 	Clusters []ClusterSpec `yaml:"clusters"`
+	// Health gives kinds a health of their own, a CEL expression, instead
+	// of the generic one (kstatus'). Default: none.
+	Health []HealthSpec `yaml:"health"`
 }
 
 // ClusterSpec is one watched cluster.
@@ -283,6 +286,12 @@ type RuleSpec struct {
 	// conditions start to hold), exit (when they stop) or edges (both, with
 	// the payload's transition). Default: always.
 	Fire string `yaml:"fire"`
+	// For: with fire enter or edges, the conditions must hold this long,
+	// continuously, before enter fires. Default: 0s, at once.
+	For *Duration `yaml:"for"`
+	// KeepFiringFor: with fire exit or edges, the conditions must have
+	// stopped holding this long before exit fires. Default: 0s, at once.
+	KeepFiringFor *Duration `yaml:"keepFiringFor"`
 	// Actions are the names of the actions to deliver to. Required.
 	Actions []string `yaml:"actions"`
 	// Clusters names the clusters (of the top-level clusters) the rule
@@ -371,3 +380,16 @@ func (c *Config) Action(name string) *ActionSpec {
 
 // StateEnabled reports whether restart state is configured.
 func (c *Config) StateEnabled() bool { return c.State != nil && c.State.Path != "" }
+
+// HealthSpec is a kind's own health: a CEL expression over object that
+// yields one of Current, InProgress, Failed, Terminating or Unknown (or a map
+// with status and message).
+type HealthSpec struct {
+	// Group of the kind ("" is the core group). Required for a kind outside
+	// the core group.
+	Group string `yaml:"group"`
+	// Kind the expression is the health of. Required.
+	Kind string `yaml:"kind"`
+	// CEL is the expression. Required.
+	CEL string `yaml:"cel"`
+}

@@ -17,6 +17,16 @@ type decoded struct {
 	// paths caches gjson lookups of the object [0] and the old object [1], so
 	// that rules reading one path share one scan.
 	paths [2]pathCache
+	// derived caches the derived documents (see Get) of the object [0] and
+	// the old object [1].
+	derived [2]derivedDocs
+}
+
+// derivedDocs are an object's derived documents, encoded once.
+type derivedDocs struct {
+	src           []byte
+	health, actor []byte
+	hasHealth     bool
 }
 
 // pathCache holds the lookups of one document: the first few in an array (no
@@ -118,14 +128,22 @@ func (e *Event) View(old bool) *Event {
 		return v
 	}
 	v := &Event{Type: e.Type, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name, UID: e.UID,
-		ResourceVersion: e.ResourceVersion, Object: doc, Time: e.Time}
+		ResourceVersion: e.ResourceVersion, Object: doc, Time: e.Time, Deriver: e.Deriver}
+	if !old {
+		v.Actor = e.Actor
+	}
 	e.dec.views[i] = v
 	return v
 }
 
 // Get returns gjson's value at path in the object (old: the old object),
-// looked up once per event and path however many conditions read it.
+// looked up once per event and path however many conditions read it. Paths
+// under "health." and "actor." read what dynwatch derives of the object
+// rather than the object (DerivedRoot).
 func (e *Event) Get(old bool, path string) gjson.Result {
+	if root, rest, ok := DerivedRoot(path); ok {
+		return gjson.GetBytes(e.derivedDoc(old, root), rest)
+	}
 	doc, i := e.Object, 0
 	if old {
 		doc, i = e.OldObject, 1
@@ -137,4 +155,72 @@ func (e *Event) Get(old bool, path string) gjson.Result {
 		e.dec = &decoded{}
 	}
 	return e.dec.paths[i].get(doc, path)
+}
+
+// The roots of the paths that read what dynwatch derives of an object, not
+// the object: its health ({"status", "message"}) and who made the change
+// ({"manager", "operation", "subresource", "time"}).
+const (
+	HealthRoot = "health"
+	ActorRoot  = "actor"
+)
+
+// DerivedRoot splits a path under a derived root ("health.status": health,
+// "status"); ok is false for an object path.
+func DerivedRoot(path string) (root, rest string, ok bool) {
+	for _, r := range [...]string{HealthRoot, ActorRoot} {
+		if len(path) > len(r) && path[:len(r)] == r && path[len(r)] == '.' {
+			return r, path[len(r)+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// derivedDoc returns the JSON of the derived root of the object (old: the
+// old object): its health, through the event's Deriver, or the event's
+// actor (the new object's only). nil when there is none.
+func (e *Event) derivedDoc(old bool, root string) []byte {
+	doc, i := e.Object, 0
+	if old {
+		doc, i = e.OldObject, 1
+	}
+	if doc == nil {
+		return nil
+	}
+	if e.dec == nil {
+		e.dec = &decoded{}
+	}
+	d := &e.dec.derived[i]
+	if !sameBytes(d.src, doc) {
+		*d = derivedDocs{src: doc}
+	}
+	switch root {
+	case HealthRoot:
+		if !d.hasHealth && e.Deriver != nil {
+			h := e.Deriver.Health(e.Resource, doc)
+			d.health, _ = json.Marshal(h)
+			d.hasHealth = true
+		}
+		return d.health
+	case ActorRoot:
+		if d.actor == nil && !old && e.Actor != nil {
+			d.actor, _ = json.Marshal(e.Actor)
+		}
+		return d.actor
+	}
+	return nil
+}
+
+// HealthOf returns the object's health (old: the old object's) through the
+// event's Deriver; nil without one.
+func (e *Event) HealthOf(old bool) *Health {
+	doc := e.derivedDoc(old, HealthRoot)
+	if doc == nil {
+		return nil
+	}
+	var h Health
+	if json.Unmarshal(doc, &h) != nil {
+		return nil
+	}
+	return &h
 }

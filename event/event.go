@@ -132,6 +132,17 @@ type Event struct {
 	// Cluster names the cluster the event comes from, with several
 	// clusters; "" is the one cluster.
 	Cluster string
+	// Actor is who made the change, from the managedFields entry of the
+	// change (read by the informers' decoder before it cuts them out); nil
+	// when unknown.
+	Actor *Actor
+	// Timed is set on an event a rule's timer made (for, keepFiringFor, a
+	// time condition): no change of the object, its state re-evaluated at
+	// Due (the object as the cache holds it then).
+	Timed *Timed
+	// Deriver computes the values an object has beyond its bytes (its
+	// health); nil: they are missing. See Get.
+	Deriver Deriver
 
 	dec *decoded // see Decoded
 }
@@ -172,6 +183,16 @@ type Payload struct {
 	Fields          map[string]json.RawMessage `json:"fields,omitempty"`
 	// Transition is enter or exit, for rules with fire: edges.
 	Transition string `json:"transition,omitempty"`
+	// Since is when a timed rule's conditions started holding (a timed
+	// enter) or stopped holding (a timed exit).
+	Since string `json:"since,omitempty"`
+	// Late says a timed firing fell due while dynwatch was down, at Due.
+	Late bool   `json:"late,omitempty"`
+	Due  string `json:"due,omitempty"`
+	// Actor is who made the change (updates and deletes).
+	Actor *Actor `json:"actor,omitempty"`
+	// Health is the object's health, when a rule reads it.
+	Health *Health `json:"health,omitempty"`
 	// Changed is set on a live update, if only to an empty list (omitzero
 	// omits nil only); nil on adds and deletes, and on a replayed update
 	// whose recorded paths did not change.
@@ -200,4 +221,38 @@ type Delivery struct {
 	// Members are a grouped delivery's member deliveries, in order, each
 	// with its Seq; nil for one event's delivery.
 	Members []*Delivery
+}
+
+// Actor is who made a change: the managedFields entry of the change. There is
+// no user name in it (that is in the API server's audit log).
+type Actor struct {
+	Manager     string `json:"manager"`
+	Operation   string `json:"operation"`
+	Subresource string `json:"subresource,omitempty"`
+	Time        string `json:"time,omitempty"`
+}
+
+// Health is an object's health as kstatus computes it: Current, InProgress,
+// Failed, Terminating or Unknown, with a message.
+type Health struct {
+	Status  string `json:"status"`
+	Message string `json:"message"`
+}
+
+// Deriver computes the values an object has beyond its bytes, read by rules
+// as the paths under "health." (health.Checker).
+type Deriver interface {
+	// Health returns the health of obj, an object of res.
+	Health(res Resource, obj []byte) Health
+}
+
+// Timed is what a timer knows of the firing it made.
+type Timed struct {
+	// Rule is the rule whose timer it is: the only rule the event is
+	// evaluated for.
+	Rule string
+	// Due is when the timer fell due.
+	Due time.Time
+	// Late says it fell due while dynwatch was down.
+	Late bool
 }

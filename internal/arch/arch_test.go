@@ -20,8 +20,8 @@ const module = "github.com/dynwatch/dynwatch/"
 // on lower floors and those listed as its peers on its own floor, never one on
 // a higher floor: imports flow one way.
 var floors = [][]string{
-	{"editdist", "event", "fieldpath", "reaper"},
-	{"config", "discovery", "dyninformer", "state"},
+	{"editdist", "event", "fieldpath", "reaper", "timed"},
+	{"config", "discovery", "dyninformer", "health", "state"},
 	{"payload", "restart", "rules"},
 	{"action", "plan", "metrics"},
 	{"watcher", "audit", "offline", "rbac", "tail"},
