@@ -97,8 +97,11 @@ type Input struct {
 	// Now is the event's time, or the timer's.
 	Now time.Time
 	// Silent: the event may not fire the rule (its origin, say an initial
-	// list under onStart: none): what holds is taken as entered, with no
-	// wait and nothing fired.
+	// list under onStart: none). On an object with nothing kept, what holds
+	// is taken as entered, with no wait and nothing fired. On one with a
+	// state (a wait kept across a restart, a relist) nothing fires either,
+	// but no wait is lost: a transition that is due is left undone, and
+	// Due, now past, has the timer make it.
 	Silent bool
 	// Deleted: the object is gone; an entered state exits at once and
 	// nothing is kept.
@@ -118,13 +121,13 @@ const (
 // restarts the wait; holding again before keepFiringFor has passed cancels
 // the exit.
 func Step(sp Spec, prev State, in Input) (State, Fire) {
-	next := State{Recheck: in.Recheck, Entered: prev.Entered}
 	if in.Deleted {
 		if prev.Entered && !in.Silent {
-			return State{}, fire(sp, Exit, in.Now)
+			return State{}, fire(sp, Exit, prev.exitStart(in.Now))
 		}
 		return State{}, Fire{}
 	}
+	next := State{Recheck: in.Recheck, Entered: prev.Entered}
 	if in.Holds {
 		next.Holding, next.Since = true, prev.Since
 		if !prev.Holding || prev.Since.IsZero() {
@@ -132,23 +135,26 @@ func Step(sp Spec, prev State, in Input) (State, Fire) {
 		}
 	}
 	switch {
-	case in.Silent:
+	case in.Silent && prev.IsZero():
 		next.Entered = in.Holds
-		return next, Fire{}
 	case in.Holds && !prev.Entered && !in.Now.Before(next.Since.Add(sp.For)):
-		next.Entered = true
-		return next, fire(sp, Enter, next.Since)
+		if f := fire(sp, Enter, next.Since); !in.Silent || f.Transition == "" {
+			next.Entered = true
+			return next, f
+		}
+		// Silent: left pending, its Due past.
 	case in.Holds:
-		return next, Fire{} // entered (an exit wait, if any, cancelled), or waiting
+		// Entered (an exit wait, if any, cancelled), or waiting.
 	case prev.Entered:
-		next.ExitSince = prev.ExitSince
-		if next.ExitSince.IsZero() {
-			next.ExitSince = in.Now
+		next.ExitSince = prev.exitStart(in.Now)
+		if in.Now.Before(next.ExitSince.Add(sp.KeepFiringFor)) {
+			break
 		}
-		if !in.Now.Before(next.ExitSince.Add(sp.KeepFiringFor)) {
+		if f := fire(sp, Exit, next.ExitSince); !in.Silent || f.Transition == "" {
 			next.Entered, next.ExitSince = false, time.Time{}
-			return next, fire(sp, Exit, prev.exitStart(in.Now))
+			return next, f
 		}
+		// Silent: left entered, its Due past.
 	}
 	return next, Fire{}
 }
