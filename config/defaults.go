@@ -197,7 +197,8 @@ func (r *RetrySpec) applyDefaults() {
 	r.MaxBackoff = orDuration(r.MaxBackoff, DefaultMaxBackoff)
 }
 
-// applyDefaults fills in onStart (diff with state, none without) and fire.
+// applyDefaults fills in onStart (diff with state, none without), fire and
+// the waits (for, keepFiringFor: none).
 func (rs *RuleSpec) applyDefaults(state bool) {
 	if rs.OnStart == "" {
 		rs.OnStart = OnStartNone
@@ -206,6 +207,8 @@ func (rs *RuleSpec) applyDefaults(state bool) {
 		}
 	}
 	rs.Fire = orString(rs.Fire, DefaultFire)
+	rs.For = orDuration(rs.For, 0)
+	rs.KeepFiringFor = orDuration(rs.KeepFiringFor, 0)
 }
 
 // inheritDefaults gives each rule what the file's defaults: section says for

@@ -242,9 +242,9 @@ func (rs *RuleSpec) validate(v *validator, p string, c *Config) {
 			}
 		}
 	default:
-		fires := []string{"always", "enter", "exit", "edges"}
 		v.errf(p+".fire", "unknown fire %q%s (want one of %s)", rs.Fire, didYouMean(rs.Fire, fires), strings.Join(fires, ", "))
 	}
+	rs.validateWaits(v, p)
 	if len(rs.Actions) == 0 {
 		v.errf(p+".actions", "required: name at least one action")
 	}
@@ -254,6 +254,9 @@ func (rs *RuleSpec) validate(v *validator, p string, c *Config) {
 		}
 	}
 }
+
+// fires are the fire modes, for messages.
+var fires = []string{FireAlways, FireEnter, FireExit, FireEdges}
 
 // validateOnStart checks onStart: diff needs state.
 func (rs *RuleSpec) validateOnStart(v *validator, p string, state bool) {
