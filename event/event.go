@@ -8,6 +8,7 @@ package event
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -148,8 +149,14 @@ type Event struct {
 }
 
 // ID is the event's id: stable across restarts and replicas, so receivers can
-// drop duplicates.
+// drop duplicates. It is <uid>:<resourceVersion>:<type>, and for a timer's
+// event <uid>:<resourceVersion>:timer@<Due in Unix seconds>: one id per wait
+// that fell due, the same however often it is evaluated again (a restart
+// before it was delivered, another replica).
 func (e *Event) ID() string {
+	if e.Timed != nil {
+		return e.UID + ":" + e.ResourceVersion + ":timer@" + strconv.FormatInt(e.Timed.Due.Unix(), 10)
+	}
 	return e.UID + ":" + e.ResourceVersion + ":" + string(e.Type)
 }
 
