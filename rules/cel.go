@@ -7,8 +7,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/cel-go/cel"
+	celcommon "github.com/google/cel-go/common"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
@@ -23,13 +25,29 @@ import (
 // validation rule of a CRD.
 const celCostLimit = 1_000_000
 
+// celRecheck is how often a timed rule whose CEL calls now() is evaluated
+// again with no event: when such an expression's answer changes cannot be
+// known, so it is asked again.
+const celRecheck = 30 * time.Second
+
+// celNow is the hidden variable that now() reads: the evaluation's now,
+// bound per evaluation (a CEL function is bound once, with the program). A
+// name starting with @ cannot be written in an expression (CEL's own hidden
+// names are so spelt).
+const celNow = "@now"
+
 // celEnv is the CEL environment of `when: [{cel: …}]`: object and oldObject
-// as dynamic values, with the Kubernetes CEL libraries (lists, quantities,
-// regexes, URLs) and the string extensions that CRD validation rules have.
+// as dynamic values, now() the evaluation's time as a timestamp, with the
+// Kubernetes CEL libraries (lists, quantities, regexes, URLs) and the string
+// extensions that CRD validation rules have.
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.Variable("object", cel.DynType),
 		cel.Variable("oldObject", cel.DynType),
+		cel.Variable(celNow, cel.TimestampType),
+		cel.Macros(cel.GlobalMacro("now", 0, func(eh cel.MacroExprFactory, _ celast.Expr, _ []celast.Expr) (celast.Expr, *celcommon.Error) {
+			return eh.NewIdent(celNow), nil
+		})),
 		ext.Strings(),
 		library.Lists(),
 		library.Quantity(),
@@ -47,6 +65,8 @@ type celCond struct {
 	// errors counts evaluations that failed (no such key, cost limit, a
 	// non-bool result); they count as false.
 	errors *atomic.Uint64
+	// readsTime: the expression calls now().
+	readsTime bool
 }
 
 func compileCEL(expr string, errs *atomic.Uint64) (*celCond, error) {
@@ -67,7 +87,7 @@ func compileCEL(expr string, errs *atomic.Uint64) (*celCond, error) {
 	}
 	c := &celCond{prg: prg, errors: errs}
 	paths := map[string]bool{}
-	celPaths(ast.NativeRep().Expr(), paths)
+	c.readsTime = celPaths(ast.NativeRep().Expr(), paths)
 	for p := range paths {
 		c.paths = append(c.paths, p)
 	}
@@ -75,56 +95,62 @@ func compileCEL(expr string, errs *atomic.Uint64) (*celCond, error) {
 	return c, nil
 }
 
-// holds evaluates the expression on the event's decoded objects; an error
-// (no such key, the cost limit, a result that is not a bool) is false, and
-// counted.
-func (c *celCond) holds(ev *event.Event) bool {
+// holds evaluates the expression on the event's decoded objects at now; an
+// error (no such key, the cost limit, a result that is not a bool) is false,
+// and counted. An expression that calls now() is to be asked again
+// celRecheck later.
+func (c *celCond) holds(ev *event.Event, now time.Time) (bool, time.Time) {
+	var recheck time.Time
+	if c.readsTime {
+		recheck = now.Add(celRecheck)
+	}
 	obj, old := ev.Decoded()
-	out, _, err := c.prg.Eval(map[string]any{"object": obj, "oldObject": old})
+	out, _, err := c.prg.Eval(map[string]any{"object": obj, "oldObject": old, celNow: now})
 	if err == nil {
 		if b, ok := out.Value().(bool); ok {
-			return b
+			return b, recheck
 		}
 		err = errors.New("not a bool")
 	}
 	c.errors.Add(1)
-	return false
+	return false, recheck
 }
 
 // celPaths collects the paths that the expression selects from object and
 // oldObject (object.spec.replicas → spec.replicas; an index or a macro ends the
-// path where it starts).
-func celPaths(e celast.Expr, out map[string]bool) {
+// path where it starts), and reports whether it calls now().
+func celPaths(e celast.Expr, out map[string]bool) (readsTime bool) {
+	walk := func(xs ...celast.Expr) {
+		for _, x := range xs {
+			readsTime = celPaths(x, out) || readsTime
+		}
+	}
 	switch e.Kind() {
+	case celast.IdentKind:
+		return e.AsIdent() == celNow
 	case celast.SelectKind:
 		if p, ok := selectChain(e); ok {
 			out[p] = true
-			return
+			return false
 		}
-		celPaths(e.AsSelect().Operand(), out)
+		walk(e.AsSelect().Operand())
 	case celast.CallKind:
 		call := e.AsCall()
 		if call.IsMemberFunction() {
-			celPaths(call.Target(), out)
+			walk(call.Target())
 		}
-		for _, a := range call.Args() {
-			celPaths(a, out)
-		}
+		walk(call.Args()...)
 	case celast.ComprehensionKind:
 		c := e.AsComprehension()
-		for _, x := range []celast.Expr{c.IterRange(), c.AccuInit(), c.LoopCondition(), c.LoopStep(), c.Result()} {
-			celPaths(x, out)
-		}
+		walk(c.IterRange(), c.AccuInit(), c.LoopCondition(), c.LoopStep(), c.Result())
 	case celast.ListKind:
-		for _, x := range e.AsList().Elements() {
-			celPaths(x, out)
-		}
+		walk(e.AsList().Elements()...)
 	case celast.MapKind:
 		for _, en := range e.AsMap().Entries() {
-			celPaths(en.AsMapEntry().Key(), out)
-			celPaths(en.AsMapEntry().Value(), out)
+			walk(en.AsMapEntry().Key(), en.AsMapEntry().Value())
 		}
 	}
+	return readsTime
 }
 
 // selectChain reads object.a.b.c (or oldObject.…) as the path a.b.c.

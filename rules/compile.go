@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -95,6 +96,11 @@ func compileRule(f *config.File, p string, rs *config.RuleSpec) (*Rule, config.P
 			errf(fmt.Sprintf("%s.changed[%d]", join(p, ""), j), "%v", err)
 		}
 	}
+	r.forWait, r.keepFiringFor = duration(rs.For), duration(rs.KeepFiringFor)
+	// With for or keepFiringFor, config has said that changed cannot be.
+	if i := slices.IndexFunc(r.conds, (*condition).readsTime); i >= 0 && len(rs.Changed) > 0 && r.forWait == 0 && r.keepFiringFor == 0 {
+		errf(join(p, "changed"), "changed cannot be combined with a condition that reads time (%s): its answer changes with no update, so there is no change to compare", r.conds[i].name())
+	}
 	for _, name := range slices.Sorted(maps.Keys(rs.Fields)) {
 		if err := fieldpath.Check(rs.Fields[name]); err != nil {
 			errf(join(p, "fields."+name), "%v", err)
@@ -113,4 +119,13 @@ func join(p, field string) string {
 		return p
 	}
 	return p + "." + field
+}
+
+// duration is d, or 0 when the rule does not give it (a rule compiled
+// outside a config file has had no defaults step).
+func duration(d *config.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.Std()
 }

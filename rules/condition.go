@@ -27,17 +27,40 @@ type condition struct {
 	old  bool
 	// test decides the condition on the value found at the path.
 	test func(r gjson.Result) bool
+	// testAt is test for an operator that reads time (test is then nil),
+	// and age its duration.
+	testAt timeTest
+	age    time.Duration
 	// cel, when set, is the condition instead of path and test.
 	cel *celCond
 }
 
-// holds evaluates the condition on an event's objects. An event without an old
-// object (add, delete) has nothing at any old path.
-func (c *condition) holds(ev *event.Event) bool {
-	if c.cel != nil {
-		return c.cel.holds(ev)
+// holdsAt evaluates the condition on an event's objects at now, and says
+// when its answer changes next with no event (zero: not before an event;
+// see timeTest). An event without an old object (add, delete) has nothing
+// at any old path.
+func (c *condition) holdsAt(ev *event.Event, now time.Time) (bool, time.Time) {
+	switch {
+	case c.cel != nil:
+		return c.cel.holds(ev, now)
+	case c.testAt != nil:
+		return c.testAt(ev.Get(c.old, c.spec.Path), now)
 	}
-	return c.test(ev.Get(c.old, c.spec.Path))
+	return c.test(ev.Get(c.old, c.spec.Path)), time.Time{}
+}
+
+// name is the condition as the config writes it, for messages.
+func (c *condition) name() string {
+	if c.cel != nil {
+		return "cel: " + c.spec.CEL
+	}
+	return c.spec.Path + " " + c.spec.Op
+}
+
+// readsTime reports whether the condition's answer can change with time
+// alone: an operator that reads time, or CEL that calls now().
+func (c *condition) readsTime() bool {
+	return c.testAt != nil || (c.cel != nil && c.cel.readsTime)
 }
 
 // paths are the object paths the condition reads.
@@ -240,6 +263,9 @@ func compileCondition(cs config.ConditionSpec, celErrors *atomic.Uint64) (*condi
 	if err != nil {
 		return nil, err
 	}
+	if op.CompileAt != nil {
+		return compileAt(c, op, args)
+	}
 	if c.test, err = op.Compile(args); err != nil {
 		return nil, fieldErr("value", "%v", err)
 	}
@@ -247,4 +273,47 @@ func compileCondition(cs config.ConditionSpec, celErrors *atomic.Uint64) (*condi
 		c.test = overList(op, c.test)
 	}
 	return c, nil
+}
+
+// compileAt compiles the value of an operator that reads time into c.
+func compileAt(c *condition, op *Operator, args Args) (*condition, error) {
+	test, err := op.CompileAt(args)
+	if err != nil {
+		return nil, fieldErr("value", "%v", err)
+	}
+	if fieldpath.IsQuery(c.spec.Path) {
+		test = overListAt(test)
+	}
+	c.testAt, c.age = test, args.One.dur
+	return c, nil
+}
+
+// explain names condition i as the config writes it, and what it found.
+func (c *condition) explain(i int, rec *recorder) (check, found string) {
+	if c.cel != nil {
+		found = "the objects (CEL)"
+		if c.cel.readsTime {
+			found += ", now() " + rec.now.UTC().Format(time.RFC3339)
+		}
+		return fmt.Sprintf("when[%d] cel %s", i, c.spec.CEL), found
+	}
+	doc, which := rec.obj, ""
+	if c.old {
+		doc, which = rec.old, " (old object)"
+	}
+	found = "nothing (the path is missing)"
+	if doc == nil {
+		found = "nothing (no old object: only updates have one)"
+	} else if v := gjson.GetBytes(doc, c.spec.Path); v.Exists() {
+		found = v.Raw
+		if c.testAt != nil {
+			found = c.explainAge(found, v, rec.now)
+		}
+	}
+	check = fmt.Sprintf("when[%d] %s%s %s", i, c.spec.Path, which, c.spec.Op)
+	if c.spec.Value.IsSet() {
+		v, _ := yamlText(c.spec.Value)
+		check += " " + v
+	}
+	return check, found
 }

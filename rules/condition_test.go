@@ -292,3 +292,9 @@ func TestOperatorSymbolsAsOp(t *testing.T) {
 		t.Error(`"=" or "" names an operator`)
 	}
 }
+
+// holds is holdsAt's verdict at the event's time.
+func (c *condition) holds(ev *event.Event) bool {
+	held, _ := c.holdsAt(ev, ev.Time)
+	return held
+}

@@ -45,16 +45,29 @@ type Evaluator struct {
 	// Explained, when set, makes each decision with Explain, and is handed
 	// the verdict and its steps, whether the rule fires or not (test
 	// --explain): the steps and the payload come from one evaluation.
+	// Waits is not asked then.
 	Explained func(r *Rule, v Verdict, steps []Step)
+	// Waits, when set, keeps each object's state under each timed rule
+	// (Rule.Timed), which then fires as its state says: enter once for has
+	// passed, exit once keepFiringFor has (run). Without it a timed rule
+	// decides as any other, at the event's transition.
+	Waits Waits
+	// Now is the time conditions' now (olderThan, newerThan, CEL's now());
+	// nil: the event's Time.
+	Now func() time.Time
 }
 
 // Evaluate decides each of rs on ev and returns the matches, in the order of
 // rs, each with its payload. The caller has already chosen the rules that
-// select the event's resource.
+// select the event's resource. A timer's event (ev.Timed) is evaluated for
+// its rule alone.
 func (e *Evaluator) Evaluate(rs []*Rule, ev *event.Event) []Match {
 	var out []Match
 	var prepared *payload.Prepared
 	for _, r := range rs {
+		if ev.Timed != nil && ev.Timed.Rule != r.Name {
+			continue
+		}
 		v := e.decide(r, ev)
 		if !v.Fires {
 			continue
@@ -62,9 +75,19 @@ func (e *Evaluator) Evaluate(rs []*Rule, ev *event.Event) []Match {
 		if prepared == nil {
 			prepared = payload.Prepare(e.redactor(), ev)
 		}
-		out = append(out, Match{Rule: r, Verdict: v, Payload: r.Payload(prepared, v.Transition)})
+		pl := r.Payload(prepared, v.Transition)
+		timedPayload(pl, v, ev)
+		out = append(out, Match{Rule: r, Verdict: v, Payload: pl})
 	}
 	return out
+}
+
+// now is the evaluation's now: e.Now's, or the event's Time.
+func (e *Evaluator) now(ev *event.Event) time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return ev.Time
 }
 
 // decide is the one decision, made the way e asks for, and observed.
@@ -74,15 +97,19 @@ func (e *Evaluator) decide(r *Rule, ev *event.Event) Verdict {
 		start = time.Now()
 	}
 	var v Verdict
+	now := e.now(ev)
 	switch {
 	case e.Explained != nil:
 		var steps []Step
-		v, steps = r.Explain(ev, e.Added, e.redactor())
+		v, steps = r.explain(ev, e.Added, e.redactor(), now)
 		e.Explained(r, v, steps)
 	case e.State:
-		v = Verdict{Fires: r.Holds(ev)}
+		held, _ := r.HoldsAt(ev, now)
+		v = Verdict{Fires: held}
+	case e.Waits != nil && r.Timed():
+		v = e.step(r, ev, now)
 	default:
-		v = r.Decide(ev, e.Added)
+		v = r.decide(ev, e.Added, nil, now)
 	}
 	if e.Observer != nil {
 		e.Observer.Evaluated(r.Name, time.Since(start), v.Fires)

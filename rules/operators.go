@@ -40,6 +40,10 @@ type Operator struct {
 	// OnList is how the operator reads the list of values a # path yields.
 	OnList  Quantifier
 	Compile compileFunc
+	// CompileAt is set instead of Compile on an operator that reads time
+	// (olderThan, newerThan): its test is given the evaluation's now, and
+	// says when its answer changes with no event.
+	CompileAt compileAtFunc
 }
 
 // Quantifier is how an operator holds on the list of values a path with #
@@ -70,6 +74,8 @@ var operators = []Operator{
 	{Name: "notIn", Arity: ListValue, OnList: EveryElement, Compile: present(negate(member))},
 	{Name: "matches", Symbol: "=~", Arity: OneValue, Compile: matches},
 	{Name: "contains", Arity: OneValue, OnList: WholeList, Compile: contains},
+	{Name: "olderThan", Arity: OneValue, CompileAt: olderThan},
+	{Name: "newerThan", Arity: OneValue, CompileAt: newerThan},
 }
 
 // Table returns the operator table's rows, in order.

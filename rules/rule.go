@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"gopkg.in/yaml.v3"
@@ -48,6 +49,8 @@ type Rule struct {
 	conds   []*condition
 	changed []string
 	fields  []payload.Field
+	// forWait and keepFiringFor are the rule's waits (timed.Spec).
+	forWait, keepFiringFor time.Duration
 	// celErrors counts CEL evaluations that failed (and counted as false).
 	celErrors atomic.Uint64
 }
@@ -75,23 +78,31 @@ type Verdict struct {
 	// Transition is what a rule with fire: enter, exit or edges fired on
 	// (enter or exit); "" for fire: always and when the rule does not fire.
 	Transition string
+	// Since is, on a timed rule's firing with Waits, when its conditions
+	// started (enter, or an always rule's) or stopped (exit) holding; zero
+	// otherwise.
+	Since time.Time
 }
 
 // Decide decides whether the event fires the rule: the one place that decides
 // it, for run, tail, test and the tests alike. The caller has already checked
 // that the rule selects the event's resource.
 func (r *Rule) Decide(ev *event.Event, added Added) Verdict {
-	return r.decide(ev, added, nil)
+	return r.decide(ev, added, nil, ev.Time)
 }
 
 // Explain is Decide recording every check it makes, in order, with what it
 // found and whether it held; unlike Decide it goes on past a failed check, so
 // that every check is shown. The verdict is Decide's by construction. What it
 // found is read from the objects as red redacts them (nil: as they are), as
-// every output shows them.
+// every output shows them. Time conditions are evaluated at the event's Time.
 func (r *Rule) Explain(ev *event.Event, added Added, red *payload.Redactor) (Verdict, []Step) {
-	rec := &recorder{obj: red.Redact(ev.Resource, ev.Object), old: red.Redact(ev.Resource, ev.OldObject)}
-	v := r.decide(ev, added, rec)
+	return r.explain(ev, added, red, ev.Time)
+}
+
+func (r *Rule) explain(ev *event.Event, added Added, red *payload.Redactor, now time.Time) (Verdict, []Step) {
+	rec := &recorder{obj: red.Redact(ev.Resource, ev.Object), old: red.Redact(ev.Resource, ev.OldObject), now: now}
+	v := r.decide(ev, added, rec, now)
 	return v, rec.steps
 }
 
@@ -99,16 +110,22 @@ func (r *Rule) Explain(ev *event.Event, added Added, red *payload.Redactor) (Ver
 type recorder struct {
 	steps    []Step
 	obj, old []byte
+	// now is the evaluation's, shown by the checks of time.
+	now time.Time
 }
 
 // Holds reports whether the event's object is in the rule's namespaces, matches
 // its label selector and satisfies every condition: what audit asks of the
-// objects that exist now, whatever the event type.
-func (r *Rule) Holds(ev *event.Event) bool { return r.holds(ev, nil) }
+// objects that exist now, whatever the event type. Time conditions are
+// evaluated at the event's Time.
+func (r *Rule) Holds(ev *event.Event) bool {
+	held, _ := r.holdsAt(ev, ev.Time, nil)
+	return held
+}
 
-// decide runs every check of the rule on ev; with rec it records each one and
-// does not stop at the first that fails.
-func (r *Rule) decide(ev *event.Event, added Added, rec *recorder) Verdict {
+// decide runs every check of the rule on ev, time conditions at now; with rec
+// it records each one and does not stop at the first that fails.
+func (r *Rule) decide(ev *event.Event, added Added, rec *recorder, now time.Time) Verdict {
 	ok := r.originAllows(ev, added, rec)
 	if !ok && rec == nil {
 		return Verdict{}
@@ -119,10 +136,11 @@ func (r *Rule) decide(ev *event.Event, added Added, rec *recorder) Verdict {
 	}
 	transition := ""
 	if r.Fire == config.FireAlways {
-		ok = r.holds(ev, rec) && ok
+		held, _ := r.holdsAt(ev, now, rec)
+		ok = held && ok
 	} else {
 		var fits bool
-		transition, fits = r.transition(ev, rec)
+		transition, fits = r.transition(ev, rec, now)
 		ok = fits && ok
 	}
 	if !ok && rec == nil {
@@ -137,9 +155,9 @@ func (r *Rule) decide(ev *event.Event, added Added, rec *recorder) Verdict {
 // transition evaluates the rule's conditions before and after the event (an
 // add has no before, a delete no after) and reports the transition, if any,
 // and whether the rule's fire wants it.
-func (r *Rule) transition(ev *event.Event, rec *recorder) (string, bool) {
-	before := ev.Type != event.Add && r.holds(ev.View(ev.Type == event.Update), nil)
-	after := ev.Type != event.Delete && r.holds(ev.View(false), nil)
+func (r *Rule) transition(ev *event.Event, rec *recorder, now time.Time) (string, bool) {
+	before := ev.Type != event.Add && r.held(ev.View(ev.Type == event.Update), now)
+	after := ev.Type != event.Delete && r.held(ev.View(false), now)
 	t := ""
 	switch {
 	case after && !before:
@@ -149,7 +167,7 @@ func (r *Rule) transition(ev *event.Event, rec *recorder) (string, bool) {
 	}
 	fits := t != "" && (r.Fire == config.FireEdges || r.Fire == t)
 	if rec != nil {
-		r.holds(ev.View(false), rec) // the checks, on the new object
+		r.holdsAt(ev.View(false), now, rec) // the checks, on the new object
 		found := fmt.Sprintf("before: %s, after: %s", verdict(before), verdict(after))
 		if t != "" {
 			found += " (" + t + ")"
@@ -237,7 +255,16 @@ func (r *Rule) onAllows(ev *event.Event, rec *recorder) bool {
 	return held
 }
 
-func (r *Rule) holds(ev *event.Event, rec *recorder) bool {
+// held is holdsAt's verdict alone.
+func (r *Rule) held(ev *event.Event, now time.Time) bool {
+	held, _ := r.holdsAt(ev, now, nil)
+	return held
+}
+
+// holdsAt checks the rule's namespaces, label selector and conditions on ev
+// at now (see HoldsAt); with rec it records each check and does not stop at
+// the first that fails.
+func (r *Rule) holdsAt(ev *event.Event, now time.Time, rec *recorder) (bool, time.Time) {
 	ok := true
 	if r.Namespaces != nil {
 		// A namespaced object without a namespace (an object file written
@@ -245,7 +272,7 @@ func (r *Rule) holds(ev *event.Event, rec *recorder) bool {
 		held := r.InNamespace(ev.Namespace) && (ev.Namespace != "" || !ev.Resource.Namespaced)
 		record(rec, "namespaces ["+strings.Join(r.Namespaces, ", ")+"]", fmt.Sprintf("%q", ev.Namespace), held)
 		if ok = held; !ok && rec == nil {
-			return false
+			return false, time.Time{}
 		}
 	}
 	if !r.LabelSelector.Empty() {
@@ -255,20 +282,34 @@ func (r *Rule) holds(ev *event.Event, rec *recorder) bool {
 			record(rec, "labelSelector "+r.LabelSelector.String(), objectLabels(rec.obj).String(), held)
 		}
 		if ok = held && ok; !ok && rec == nil {
-			return false
+			return false, time.Time{}
 		}
 	}
+	// A condition that does not read time and fails makes the answer wait
+	// for an event: no recheck. Until one does, every condition that reads
+	// time is evaluated (a failing one does not stop the others), so that
+	// recheck is the earliest change among them.
+	var recheck time.Time
+	waitsForEvent := !ok
 	for i, c := range r.conds {
-		held := c.holds(ev)
+		held, change := c.holdsAt(ev, now)
 		if rec != nil {
 			check, found := c.explain(i, rec)
 			record(rec, check, found, held)
 		}
-		if ok = held && ok; !ok && rec == nil {
-			return false
+		ok = held && ok
+		if !held && !c.readsTime() {
+			if rec == nil {
+				return false, time.Time{}
+			}
+			waitsForEvent = true
 		}
+		recheck = earliest(recheck, change)
 	}
-	return ok
+	if waitsForEvent {
+		recheck = time.Time{}
+	}
+	return ok, recheck
 }
 
 // changedHolds reports whether an update changed a value at one of the rule's
@@ -303,29 +344,6 @@ func record(rec *recorder, check, found string, held bool) {
 	if rec != nil {
 		rec.steps = append(rec.steps, Step{Check: check, Found: found, Held: held})
 	}
-}
-
-// explain names condition i as the config writes it, and what it found.
-func (c *condition) explain(i int, rec *recorder) (check, found string) {
-	if c.cel != nil {
-		return fmt.Sprintf("when[%d] cel %s", i, c.spec.CEL), "the objects (CEL)"
-	}
-	doc, which := rec.obj, ""
-	if c.old {
-		doc, which = rec.old, " (old object)"
-	}
-	found = "nothing (the path is missing)"
-	if doc == nil {
-		found = "nothing (no old object: only updates have one)"
-	} else if v := gjson.GetBytes(doc, c.spec.Path); v.Exists() {
-		found = v.Raw
-	}
-	check = fmt.Sprintf("when[%d] %s%s %s", i, c.spec.Path, which, c.spec.Op)
-	if c.spec.Value.IsSet() {
-		v, _ := yamlText(c.spec.Value)
-		check += " " + v
-	}
-	return check, found
 }
 
 // SelectsObject reports, offline, whether one of the rule's selectors selects
