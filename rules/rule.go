@@ -51,6 +51,8 @@ type Rule struct {
 	fields  []payload.Field
 	// forWait and keepFiringFor are the rule's waits (timed.Spec).
 	forWait, keepFiringFor time.Duration
+	// timed: see Timed.
+	timed bool
 	// celErrors counts CEL evaluations that failed (and counted as false).
 	celErrors atomic.Uint64
 }

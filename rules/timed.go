@@ -24,16 +24,17 @@ type Waits interface {
 // Timed reports whether the rule needs a state per object, kept across
 // events: it waits (for, keepFiringFor) or a condition reads time
 // (olderThan, newerThan, CEL's now()), whose answer changes with no event.
-func (r *Rule) Timed() bool {
-	if r.forWait > 0 || r.keepFiringFor > 0 {
-		return true
-	}
+func (r *Rule) Timed() bool { return r.timed }
+
+// readsTime reports whether one of the rule's conditions reads time, and
+// the first that does.
+func (r *Rule) readsTime() (*condition, bool) {
 	for _, c := range r.conds {
 		if c.readsTime() {
-			return true
+			return c, true
 		}
 	}
-	return false
+	return nil, false
 }
 
 // TimedSpec is what timed.Step needs of the rule.
