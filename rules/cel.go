@@ -100,12 +100,13 @@ func compileCEL(expr string, errs *atomic.Uint64) (*celCond, error) {
 // and counted. An expression that calls now() is to be asked again
 // celRecheck later.
 func (c *celCond) holds(ev *event.Event, now time.Time) (bool, time.Time) {
-	var recheck time.Time
-	if c.readsTime {
-		recheck = now.Add(celRecheck)
-	}
 	obj, old := ev.Decoded()
-	out, _, err := c.prg.Eval(map[string]any{"object": obj, "oldObject": old, celNow: now})
+	vars := map[string]any{"object": obj, "oldObject": old}
+	var recheck time.Time
+	if c.readsTime { // else now is not boxed: most expressions do not read it
+		vars[celNow], recheck = now, now.Add(celRecheck)
+	}
+	out, _, err := c.prg.Eval(vars)
 	if err == nil {
 		if b, ok := out.Value().(bool); ok {
 			return b, recheck
