@@ -112,7 +112,8 @@ type Input struct {
 const (
 	Enter = "enter"
 	Exit  = "exit"
-	// Holds is an always rule whose conditions came to hold at a timer.
+	// Holds is an always rule whose conditions came to hold: what its timer
+	// fires, with no event (an event that holds fires it anyway).
 	Holds = "holds"
 )
 
