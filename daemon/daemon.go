@@ -122,7 +122,7 @@ func Run(ctx context.Context, o Options) error {
 		o.ConfigCheckInterval = 2 * time.Second
 	}
 	d := &daemon{o: o, log: o.Logger, file: o.File, start: time.Now()}
-	d.metrics = metrics.New(metrics.Sources{Queues: d.queueSamples, Watches: d.watchSamples, RuleErrors: d.ruleErrors, Clusters: d.clusterSamples,
+	d.metrics = metrics.New(metrics.Sources{Queues: d.queueSamples, Watches: d.watchSamples, RuleErrors: d.ruleErrors, Timed: d.timedCounts, Clusters: d.clusterSamples,
 		ClusterLabel: len(o.File.Config.Clusters) > 0, Build: o.Build})
 	if err := d.setShard(); err != nil {
 		d.log.Error("cannot start", "err", err)
@@ -380,6 +380,23 @@ func (d *daemon) ruleErrors() map[string]uint64 {
 	out := map[string]uint64{}
 	for _, r := range w.File().Rules {
 		out[r.Name] = r.CELErrors()
+	}
+	return out
+}
+
+// timedCounts is, per timed rule of the config, its objects pending and
+// firing (a rule with none is served as 0).
+func (d *daemon) timedCounts() map[string][2]int {
+	w := d.current.Load()
+	if w == nil {
+		return nil
+	}
+	counts := w.TimedCounts()
+	out := map[string][2]int{}
+	for _, r := range w.File().Rules {
+		if r.Timed() {
+			out[r.Name] = counts[r.Name]
+		}
 	}
 	return out
 }

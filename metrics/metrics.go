@@ -56,6 +56,9 @@ type Sources struct {
 	// last event) a cluster label: set when the config has clusters at
 	// start. Without it they are as they were before clusters.
 	ClusterLabel bool
+	// Timed gives, per timed rule, its objects pending (waiting for `for`)
+	// and firing (entered, not yet exited).
+	Timed func() map[string][2]int
 	// Build is the binary's version and commit, served as
 	// dynwatch_build_info with the Go version it was built with.
 	Build Build
@@ -198,6 +201,8 @@ var (
 	objectsDesc    = prometheus.NewDesc("dynwatch_informer_objects", "Objects in the watch's cache (with shards, only the shard's).", []string{"resource", "namespace"}, nil)
 	groupEvDesc    = prometheus.NewDesc("dynwatch_group_events", "Events of a grouped action waiting in its open groups (counted in dynwatch_queue_depth too).", []string{"action"}, nil)
 	groupsDesc     = prometheus.NewDesc("dynwatch_groups_total", "Grouped deliveries an action made.", []string{"action"}, nil)
+	pendingDesc    = prometheus.NewDesc("dynwatch_pending", "Objects whose conditions hold and whose rule's `for` has not passed yet.", []string{"rule"}, nil)
+	firingDesc     = prometheus.NewDesc("dynwatch_firing", "Objects a timed rule entered and has not exited.", []string{"rule"}, nil)
 )
 
 // sampled reads the queues' and informers' own counts at scrape time.
@@ -209,7 +214,7 @@ type sampled struct {
 }
 
 func (s *sampled) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{deliveriesDesc, depthDesc, s.synced, s.lastEvent, ruleErrorsDesc, s.objects, groupEvDesc, groupsDesc} {
+	for _, d := range []*prometheus.Desc{deliveriesDesc, depthDesc, s.synced, s.lastEvent, ruleErrorsDesc, s.objects, groupEvDesc, groupsDesc, pendingDesc, firingDesc} {
 		ch <- d
 	}
 }
@@ -225,6 +230,12 @@ func (s *sampled) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(groupEvDesc, prometheus.GaugeValue, float64(q.GroupEvents), q.Action)
 				ch <- prometheus.MustNewConstMetric(groupsDesc, prometheus.CounterValue, float64(q.Groups), q.Action)
 			}
+		}
+	}
+	if s.src.Timed != nil {
+		for rule, c := range s.src.Timed() {
+			ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(c[0]), rule)
+			ch <- prometheus.MustNewConstMetric(firingDesc, prometheus.GaugeValue, float64(c[1]), rule)
 		}
 	}
 	if s.src.RuleErrors != nil {

@@ -40,6 +40,8 @@ type durable struct {
 	// outbox puts deliveries in their actions' durable queues and takes
 	// them out again (with pager and marks).
 	outbox *outbox
+	// book follows the timed rules' states each commit writes.
+	book *waitBook
 
 	mu sync.Mutex
 	// listing holds the watches whose initial list is being compared with the
@@ -223,10 +225,11 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 	compare := l != nil && l.compares(ev)
 
 	var committed []routed
+	var waited []waitChange
 	d.commits.Submit(len(ev.Object)+len(ev.OldObject), func(tx *state.Tx) error {
 		evs := []*event.Event{ev}
 		var known restart.Known
-		if compare {
+		if compare && ev.Timed == nil {
 			k, baseline, err := l.reshardKnown(tx, res, ev)
 			if err != nil {
 				return err
@@ -236,14 +239,20 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 				evs = append(restart.Listed(l.res, ev, known, l.found(), d.key, time.Now()), ev)
 			}
 		}
-		out := routeAll(p, watch, evs)
+		waits := &txWaits{tx: tx}
+		out := routeAll(p, watch, evs, waits)
+		if waits.err != nil {
+			return waits.err
+		}
 		if err := d.outbox.put(tx, out); err != nil {
 			return err
 		}
-		if err := d.putRecord(tx, p, res, ev, known, paths); err != nil {
-			return err
+		if ev.Timed == nil { // a timer's evaluation leaves the record as its object's last event put it
+			if err := d.putRecord(tx, p, res, ev, known, paths); err != nil {
+				return err
+			}
 		}
-		committed = out
+		committed, waited = out, waits.changes
 		return nil
 	}, func(err error) {
 		switch {
@@ -258,16 +267,17 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 			d.log.Error("state: event not recorded; it fires after the next start", "id", ev.ID(), "err", err)
 			return
 		}
+		d.book.applied(waited)
 		d.outbox.offer(committed)
 	})
 }
 
 // routeAll routes the events in order.
-func routeAll(p *pipeline, k dyninformer.Key, evs []*event.Event) []routed {
+func routeAll(p *pipeline, k dyninformer.Key, evs []*event.Event, waits rules.Waits) []routed {
 	var out []routed
 	for _, ev := range evs {
 		ev.Cluster = k.Cluster
-		out = append(out, p.route(k, ev)...)
+		out = append(out, p.route(k, ev, waits)...)
 	}
 	return out
 }
@@ -315,13 +325,15 @@ func (d *durable) finishListing(k dyninformer.Key) {
 		return
 	}
 	var committed []routed
+	var waited []waitChange
 	var listed int
 	d.commits.Submit(0, func(tx *state.Tx) error {
-		out, n, err := d.compareRecords(tx, p, l, k)
+		waits := &txWaits{tx: tx}
+		out, n, err := d.compareRecords(tx, p, l, k, waits)
 		if err != nil {
 			return err
 		}
-		committed, listed = out, n
+		committed, waited, listed = out, waits.changes, n
 		return nil
 	}, func(err error) {
 		// Only now is the watch synced, records included, and what the
@@ -338,6 +350,7 @@ func (d *durable) finishListing(k dyninformer.Key) {
 			return
 		}
 		d.logListed(k, l, listed, len(committed))
+		d.book.applied(waited)
 		d.outbox.offer(committed)
 	})
 }
@@ -346,7 +359,7 @@ func (d *durable) finishListing(k dyninformer.Key) {
 // tx: the records of objects the list did not see go, each firing a replayed
 // delete when the list is compared, and the scope gets its baseline. It
 // returns the deliveries (persisted in tx) and how many objects were listed.
-func (d *durable) compareRecords(tx *state.Tx, p *pipeline, l *listing, k dyninformer.Key) ([]routed, int, error) {
+func (d *durable) compareRecords(tx *state.Tx, p *pipeline, l *listing, k dyninformer.Key, waits *txWaits) ([]routed, int, error) {
 	res := recordsOf(k.Cluster, l.res.Group, l.res.Resource)
 	scope := res.In(k.Namespace)
 	// What was seen is read here, in the committer, not when the list
@@ -372,7 +385,10 @@ func (d *durable) compareRecords(tx *state.Tx, p *pipeline, l *listing, k dyninf
 			evs = append(evs, restart.Gone(l.res, uid, rec, l.found(), time.Now()))
 		}
 	}
-	out := routeAll(p, k, evs)
+	out := routeAll(p, k, evs, waits)
+	if waits.err != nil {
+		return nil, 0, waits.err
+	}
 	if err := d.outbox.put(tx, out); err != nil {
 		return nil, 0, err
 	}

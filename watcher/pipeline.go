@@ -109,12 +109,14 @@ func (p *pipeline) withoutCluster(cluster string) *pipeline {
 func (w *Watcher) handle(k dyninformer.Key, ev *event.Event) {
 	ev.Cluster = k.Cluster
 	p := w.pipe.Load()
-	p.metrics.EventIn(k.Cluster, ev.Resource.Name(), string(ev.Type))
+	if ev.Timed == nil { // a timer's evaluation is no event seen
+		p.metrics.EventIn(k.Cluster, ev.Resource.Name(), string(ev.Type))
+	}
 	if w.durable != nil {
 		w.durable.handle(p, k, ev)
 		return
 	}
-	out := p.route(k, ev)
+	out := p.route(k, ev, memWaits{w.waits})
 	enqueue(w.pipe.Load(), out) // the queues current now, should a reload have swapped them
 }
 
@@ -126,12 +128,13 @@ type routed struct {
 
 // route evaluates the rules of the event's resource and returns a delivery per
 // rule that fires and action. The payload is built and encoded once per rule.
-func (p *pipeline) route(k dyninformer.Key, ev *event.Event) []routed {
+// waits keeps the timed rules' states (in the event's commit with state.path).
+func (p *pipeline) route(k dyninformer.Key, ev *event.Event, waits rules.Waits) []routed {
 	ci := p.clusters[k.Cluster]
 	if ci == nil {
 		return nil // a cluster the config no longer has
 	}
-	eval := rules.Evaluator{Redactor: p.file.Redactor, Added: ci.added}
+	eval := rules.Evaluator{Redactor: p.file.Redactor, Added: ci.added, Waits: waits}
 	if p.metrics != nil {
 		eval.Observer = p.metrics // timed and counted only when there are metrics
 	}

@@ -56,6 +56,11 @@ func (w *Watcher) reloadLocked(file *plan.File) ([]*source, error) {
 		}
 	}
 	w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues), clusters: w.pipe.Load().clusters})
+	if err := w.configureTimers(file); err != nil {
+		// The waits stay as they were; those of a removed rule are
+		// forgotten when they fall due, or at the next start.
+		w.log.Error("state: cannot forget the waits of rules the config no longer has", "err", err)
+	}
 	for _, s := range w.srcs {
 		if s.cat.Load() != nil {
 			w.applyReloadLocked(s, file, diff, added)

@@ -47,6 +47,11 @@ type Watcher struct {
 	acts    *actionSet // the action queues; mu guards what it says
 	health  health
 	durable *durable // nil without state.path
+	// waits are the timed rules' due times (and their states without
+	// state.path); started is when this watcher began, before which a due
+	// time fell while dynwatch was down (a late firing).
+	waits   *waitBook
+	started time.Time
 
 	// removing, when set (by tests), runs after a reload took removed
 	// clusters out of the pipeline and before their sources stop: the
@@ -97,12 +102,14 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 	if opts.DiscoveryRefresh <= 0 {
 		opts.DiscoveryRefresh = 30 * time.Second
 	}
-	w := &Watcher{log: opts.Logger, metrics: opts.Metrics, opts: opts, client: client, disc: disc, srcErr: make(chan error, 1)}
+	w := &Watcher{log: opts.Logger, metrics: opts.Metrics, opts: opts, client: client, disc: disc, srcErr: make(chan error, 1),
+		waits: newWaitBook(opts.Store == nil), started: time.Now()}
 	if opts.Store != nil {
 		if err := keepClusters(opts.Store, file, opts.Logger); err != nil {
 			return nil, err
 		}
 		w.durable = newDurable(opts.Store, opts.Logger, &w.pipe, opts.Metrics, opts.MaxPendingBytes)
+		w.durable.book = w.waits
 	}
 	w.acts = &actionSet{stdout: opts.Stdout, source: opts.Source, log: opts.Logger, durable: w.durable, mu: &w.mu,
 		queues: map[string]*queueRun{}, removed: map[string]*queueRun{}}
@@ -112,6 +119,9 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 	}
 	w.acts.queues = queues
 	w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues)})
+	if err := w.configureTimers(file); err != nil {
+		return nil, fmt.Errorf("state: timed rules' waits: %w", err)
+	}
 	for _, spec := range clustersOf(file) {
 		w.srcs = append(w.srcs, w.newSource(file, spec))
 	}
@@ -159,6 +169,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		close(committed)
 		close(marked)
 	}
+	wg.Go(func() { w.runTimers(ctx) })
 	wg.Go(func() { w.health.reportSynced(ctx, time.Now()) })
 	wg.Go(func() { w.health.reportNoWatch(ctx, 5*time.Second) })
 	err := w.runSources(ctx) // returns once every informer goroutine is gone

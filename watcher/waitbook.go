@@ -1,0 +1,315 @@
+package watcher
+
+import (
+	dueq "container/heap"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/state"
+	"github.com/dynwatch/dynwatch/timed"
+)
+
+// waitSep separates a wait's object key from its rule's name in its key:
+// neither a name nor an object key holds a NUL.
+const waitSep = "\x00"
+
+// waitKey names the state of one object under one timed rule: the object's
+// key (event.Event.ObjectKey) and the rule's name.
+func waitKey(objectKey, rule string) string { return objectKey + waitSep + rule }
+
+// waitPlace is what a wait's key says: the object (its cluster, group,
+// resource, namespace and name) and the rule.
+type waitPlace struct {
+	cluster, group, resource, namespace, name, rule string
+}
+
+// parseWaitKey reads a wait's key back; ok is false for one that is not a
+// wait key (a file written by another build).
+func parseWaitKey(key string) (waitPlace, bool) {
+	obj, rule, ok := strings.Cut(key, waitSep)
+	if !ok || rule == "" {
+		return waitPlace{}, false
+	}
+	var p waitPlace
+	p.rule = rule
+	// [CLUSTER:]group/resource/namespace/name: a cluster's name comes before
+	// the first ':' that precedes the first '/' (a group has neither).
+	if slash := strings.IndexByte(obj, '/'); slash >= 0 {
+		if colon := strings.IndexByte(obj[:slash], ':'); colon >= 0 {
+			p.cluster, obj = obj[:colon], obj[colon+1:]
+		}
+	}
+	parts := strings.SplitN(obj, "/", 4)
+	if len(parts) != 4 || parts[1] == "" || parts[3] == "" {
+		return waitPlace{}, false
+	}
+	p.group, p.resource, p.namespace, p.name = parts[0], parts[1], parts[2], parts[3]
+	return p, true
+}
+
+// waitBook is what the watcher keeps in memory of the timed rules' states:
+// when each falls due (one heap and one timer goroutine for all of them, not
+// one per wait), and how many objects each rule has pending and entered.
+// Without state.path it also holds the states themselves (states); with it
+// they are in the file, and the book follows what each commit wrote.
+type waitBook struct {
+	mu sync.Mutex
+	// states holds the states without state.path; nil with it.
+	states map[string]timed.State
+	dues   dueHeap
+	// counts are, per rule, its objects pending (waiting for `for`) and
+	// entered (fired enter, not yet exit).
+	counts map[string]*waitCounts
+	// specs are the timed rules by name, as the current config says.
+	specs map[string]timed.Spec
+	wake  chan struct{}
+}
+
+type waitCounts struct{ pending, firing int }
+
+func newWaitBook(inMemory bool) *waitBook {
+	b := &waitBook{counts: map[string]*waitCounts{}, specs: map[string]timed.Spec{}, wake: make(chan struct{}, 1)}
+	if inMemory {
+		b.states = map[string]timed.State{}
+	}
+	return b
+}
+
+// setSpecs takes the timed rules of a new config and schedules the states
+// the book holds again by them (a `for` a reload shortened falls due
+// sooner). With state.path the caller schedules the file's states again
+// (load).
+func (b *waitBook) setSpecs(specs map[string]timed.Spec) {
+	b.mu.Lock()
+	b.specs = specs
+	for key, s := range b.states {
+		if p, ok := parseWaitKey(key); ok {
+			if due := s.Due(specs[p.rule]); !due.IsZero() {
+				dueq.Push(&b.dues, dueAt{due: due, key: key})
+			}
+		}
+	}
+	b.mu.Unlock()
+	b.kick()
+}
+
+// load schedules the states the file keeps, and counts them afresh: at
+// start, and when a reload changed the timed rules.
+func (b *waitBook) load(states map[string]timed.State) {
+	b.mu.Lock()
+	b.counts = map[string]*waitCounts{}
+	b.dues = b.dues[:0]
+	for key, s := range states {
+		p, ok := parseWaitKey(key)
+		if !ok {
+			continue
+		}
+		b.countLocked(p.rule, s, +1)
+		if due := s.Due(b.specs[p.rule]); !due.IsZero() {
+			b.dues = append(b.dues, dueAt{due: due, key: key})
+		}
+	}
+	dueq.Init(&b.dues)
+	b.mu.Unlock()
+	b.kick()
+}
+
+// kick wakes the timer loop to look at the heap again.
+func (b *waitBook) kick() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// state returns the state of key, without state.path.
+func (b *waitBook) state(key string) timed.State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.states[key]
+}
+
+// set notes that key's state went from prev to next (written to the file,
+// or kept here without one), and schedules next's due time.
+func (b *waitBook) set(key, rule string, prev, next timed.State) {
+	b.mu.Lock()
+	if b.states != nil {
+		if next.IsZero() {
+			delete(b.states, key)
+		} else {
+			b.states[key] = next
+		}
+	}
+	b.countLocked(rule, prev, -1)
+	b.countLocked(rule, next, +1)
+	due := next.Due(b.specs[rule])
+	first := !due.IsZero() && (len(b.dues) == 0 || due.Before(b.dues[0].due))
+	if !due.IsZero() {
+		dueq.Push(&b.dues, dueAt{due: due, key: key})
+	}
+	b.mu.Unlock()
+	if first {
+		b.kick()
+	}
+}
+
+func (b *waitBook) countLocked(rule string, s timed.State, d int) {
+	if s.IsZero() {
+		return
+	}
+	c := b.counts[rule]
+	if c == nil {
+		c = &waitCounts{}
+		b.counts[rule] = c
+	}
+	if s.Pending() {
+		c.pending += d
+	}
+	if s.Entered {
+		c.firing += d
+	}
+}
+
+// next returns the earliest due time; ok is false when nothing waits.
+func (b *waitBook) next() (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.dues) == 0 {
+		return time.Time{}, false
+	}
+	return b.dues[0].due, true
+}
+
+// popDue takes out the keys due at now, each with its due time. A key may
+// come out more than once (a state scheduled again), or when it is no
+// longer due: the caller checks its state then.
+func (b *waitBook) popDue(now time.Time) []dueAt {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []dueAt
+	for len(b.dues) > 0 && !b.dues[0].due.After(now) {
+		out = append(out, dueq.Pop(&b.dues).(dueAt))
+	}
+	return out
+}
+
+// counted returns, per rule, its pending and entered objects.
+func (b *waitBook) counted() map[string]waitCounts {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[string]waitCounts, len(b.counts))
+	for r, c := range b.counts {
+		out[r] = *c
+	}
+	return out
+}
+
+// dueAt is one wake: the key whose state falls due at due. missed is when
+// a wake of the key first found its object out of reach (see fireWait).
+type dueAt struct {
+	due    time.Time
+	key    string
+	missed time.Time
+}
+
+// dueHeap orders wakes by time (container/heap).
+type dueHeap []dueAt
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueAt)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// memWaits is rules.Waits without state.path: the book holds the states.
+type memWaits struct{ b *waitBook }
+
+func (m memWaits) Wait(objectKey, rule string) timed.State {
+	return m.b.state(waitKey(objectKey, rule))
+}
+
+func (m memWaits) SetWait(ev *event.Event, rule string, prev, next timed.State) {
+	if prev == next {
+		return
+	}
+	m.b.set(waitKey(ev.ObjectKey(), rule), rule, prev, next)
+}
+
+// txWaits is rules.Waits with state.path: states read and written in the
+// event's commit; the book follows once the commit is on disk (applied),
+// so that a commit the file refused and ran again schedules nothing twice.
+type txWaits struct {
+	tx      *state.Tx
+	changes []waitChange
+	err     error
+}
+
+type waitChange struct {
+	key, rule  string
+	prev, next timed.State
+}
+
+func (t *txWaits) Wait(objectKey, rule string) timed.State {
+	s, _, err := t.tx.Wait(waitKey(objectKey, rule))
+	if err != nil && t.err == nil {
+		t.err = err
+	}
+	return s
+}
+
+func (t *txWaits) SetWait(ev *event.Event, rule string, prev, next timed.State) {
+	if prev == next {
+		return
+	}
+	key := waitKey(ev.ObjectKey(), rule)
+	if kept(prev) != kept(next) {
+		if err := t.tx.PutWait(key, kept(next)); err != nil && t.err == nil {
+			t.err = err
+		}
+	}
+	t.changes = append(t.changes, waitChange{key: key, rule: rule, prev: prev, next: next})
+}
+
+// kept is what the file keeps of a state: not when a clock condition's
+// answer changes next, which the object says again at each evaluation (the
+// start's list included), so that a recheck that changes nothing writes
+// nothing.
+func kept(s timed.State) timed.State {
+	s.Recheck = time.Time{}
+	return s
+}
+
+// applied tells the book what the commit wrote.
+func (b *waitBook) applied(changes []waitChange) {
+	for _, c := range changes {
+		b.set(c.key, c.rule, c.prev, c.next)
+	}
+}
+
+// retry looks at d again after wait, noting when its object was first out
+// of reach.
+func (b *waitBook) retry(d dueAt, wait time.Duration) {
+	now := time.Now()
+	if d.missed.IsZero() {
+		d.missed = now
+	}
+	b.mu.Lock()
+	dueq.Push(&b.dues, dueAt{due: now.Add(wait), key: d.key, missed: d.missed})
+	b.mu.Unlock()
+}
+
+// spec returns the named timed rule's spec; ok is false when the config has
+// no timed rule of that name.
+func (b *waitBook) spec(rule string) (timed.Spec, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, ok := b.specs[rule]
+	return s, ok
+}
