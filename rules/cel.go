@@ -24,12 +24,13 @@ import (
 const celCostLimit = 1_000_000
 
 // celEnv is the CEL environment of `when: [{cel: …}]`: object and oldObject
-// as dynamic values, with the Kubernetes CEL libraries (lists, quantities,
+// as dynamic values, health (the object's, {status, message}), with the Kubernetes CEL libraries (lists, quantities,
 // regexes, URLs) and the string extensions that CRD validation rules have.
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.Variable("object", cel.DynType),
 		cel.Variable("oldObject", cel.DynType),
+		cel.Variable("health", cel.DynType),
 		ext.Strings(),
 		library.Lists(),
 		library.Quantity(),
@@ -80,7 +81,7 @@ func compileCEL(expr string, errs *atomic.Uint64) (*celCond, error) {
 // counted.
 func (c *celCond) holds(ev *event.Event) bool {
 	obj, old := ev.Decoded()
-	out, _, err := c.prg.Eval(map[string]any{"object": obj, "oldObject": old})
+	out, _, err := c.prg.Eval(map[string]any{"object": obj, "oldObject": old, "health": func() any { return healthOf(ev) }})
 	if err == nil {
 		if b, ok := out.Value().(bool); ok {
 			return b
@@ -91,11 +92,25 @@ func (c *celCond) holds(ev *event.Event) bool {
 	return false
 }
 
+// healthOf is the object's health as CEL reads it, computed only when an
+// expression reads it: a map, or null without a Deriver.
+func healthOf(ev *event.Event) any {
+	h := ev.HealthOf(false)
+	if h == nil {
+		return nil
+	}
+	return map[string]any{"status": h.Status, "message": h.Message}
+}
+
 // celPaths collects the paths that the expression selects from object and
 // oldObject (object.spec.replicas → spec.replicas; an index or a macro ends the
 // path where it starts).
 func celPaths(e celast.Expr, out map[string]bool) {
 	switch e.Kind() {
+	case celast.IdentKind:
+		if e.AsIdent() == event.HealthRoot {
+			out[event.HealthRoot+".status"] = true // what health reads: Rule.Paths
+		}
 	case celast.SelectKind:
 		if p, ok := selectChain(e); ok {
 			out[p] = true

@@ -46,6 +46,10 @@ type Evaluator struct {
 	// the verdict and its steps, whether the rule fires or not (test
 	// --explain): the steps and the payload come from one evaluation.
 	Explained func(r *Rule, v Verdict, steps []Step)
+	// Deriver computes what rules read of an object beyond its bytes (its
+	// health, health.*), for events that come without one; nil: nothing is
+	// derived, and health.* is missing.
+	Deriver event.Deriver
 }
 
 // Evaluate decides each of rs on ev and returns the matches, in the order of
@@ -54,6 +58,9 @@ type Evaluator struct {
 func (e *Evaluator) Evaluate(rs []*Rule, ev *event.Event) []Match {
 	var out []Match
 	var prepared *payload.Prepared
+	if ev.Deriver == nil {
+		ev.Deriver = e.Deriver
+	}
 	for _, r := range rs {
 		v := e.decide(r, ev)
 		if !v.Fires {

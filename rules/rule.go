@@ -13,6 +13,7 @@ import (
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/health"
 	"github.com/dynwatch/dynwatch/payload"
 )
 
@@ -48,6 +49,8 @@ type Rule struct {
 	conds   []*condition
 	changed []string
 	fields  []payload.Field
+	// readsHealth: see ReadsHealth, computed once.
+	readsHealth bool
 	// celErrors counts CEL evaluations that failed (and counted as false).
 	celErrors atomic.Uint64
 }
@@ -90,7 +93,7 @@ func (r *Rule) Decide(ev *event.Event, added Added) Verdict {
 // found is read from the objects as red redacts them (nil: as they are), as
 // every output shows them.
 func (r *Rule) Explain(ev *event.Event, added Added, red *payload.Redactor) (Verdict, []Step) {
-	rec := &recorder{obj: red.Redact(ev.Resource, ev.Object), old: red.Redact(ev.Resource, ev.OldObject)}
+	rec := &recorder{obj: red.Redact(ev.Resource, ev.Object), old: red.Redact(ev.Resource, ev.OldObject), ev: ev}
 	v := r.decide(ev, added, rec)
 	return v, rec.steps
 }
@@ -99,6 +102,8 @@ func (r *Rule) Explain(ev *event.Event, added Added, red *payload.Redactor) (Ver
 type recorder struct {
 	steps    []Step
 	obj, old []byte
+	// ev shows what is derived of the objects (health.*), not in them.
+	ev *event.Event
 }
 
 // Holds reports whether the event's object is in the rule's namespaces, matches
@@ -319,6 +324,10 @@ func (c *condition) explain(i int, rec *recorder) (check, found string) {
 		found = "nothing (no old object: only updates have one)"
 	} else if v := gjson.GetBytes(doc, c.spec.Path); v.Exists() {
 		found = v.Raw
+	} else if _, _, derived := event.DerivedRoot(c.spec.Path); derived {
+		if v := rec.ev.Get(c.old, c.spec.Path); v.Exists() {
+			found = v.Raw
+		}
 	}
 	check = fmt.Sprintf("when[%d] %s%s %s", i, c.spec.Path, which, c.spec.Op)
 	if c.spec.Value.IsSet() {
@@ -351,8 +360,21 @@ func (r *Rule) InNamespace(ns string) bool {
 }
 
 // Paths returns every path the rule reads from objects: conditions, changed and
-// fields.
+// fields; a path under health. stands for the object paths health reads.
 func (r *Rule) Paths() []string {
+	var ps []string
+	for _, p := range r.paths() {
+		if root, _, ok := event.DerivedRoot(p); ok && root == event.HealthRoot {
+			ps = append(ps, health.Paths(nil)...)
+			continue
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// paths are the paths the rule's checks and fields name, health.* included.
+func (r *Rule) paths() []string {
 	var ps []string
 	for _, c := range r.conds {
 		ps = append(ps, c.paths()...)
@@ -362,6 +384,15 @@ func (r *Rule) Paths() []string {
 		ps = append(ps, f.Path)
 	}
 	return ps
+}
+
+// ReadsHealth reports whether a condition or a field of the rule reads the
+// object's health: its payloads then carry "health".
+func (r *Rule) ReadsHealth() bool {
+	return slices.ContainsFunc(r.paths(), func(p string) bool {
+		root, _, ok := event.DerivedRoot(p)
+		return ok && root == event.HealthRoot
+	})
 }
 
 // FieldNames returns the names of the rule's fields, sorted.
@@ -378,6 +409,9 @@ func (r *Rule) FieldNames() []string {
 func (r *Rule) Payload(p *payload.Prepared, transition string) *event.Payload {
 	pl := payload.Build(p, r.Name, r.fields)
 	pl.Transition = transition
+	if r.readsHealth {
+		pl.Health = p.Event.HealthOf(false)
+	}
 	return pl
 }
 
