@@ -153,3 +153,25 @@ func TestPaths(t *testing.T) {
 		t.Errorf("Paths = %s, want %s", got, want)
 	}
 }
+
+func TestParseStatuses(t *testing.T) {
+	tests := []struct{ in, want, err string }{
+		{"Failed,InProgress", "Failed,InProgress", ""},
+		{" failed , terminating", "Failed,Terminating", ""},
+		{"Faild", "", `unknown health status "Faild", did you mean "Failed"? (want any of Current, InProgress, Failed, Terminating, Unknown)`},
+		{"Broken", "", `unknown health status "Broken" (want any of Current, InProgress, Failed, Terminating, Unknown)`},
+		{",", "", "want a status: any of Current, InProgress, Failed, Terminating, Unknown, comma-separated"},
+	}
+	for _, tt := range tests {
+		got, err := ParseStatuses(tt.in)
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("ParseStatuses(%q) error %v, want %s", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, ",") != tt.want {
+			t.Errorf("ParseStatuses(%q) = %v, %v, want %s", tt.in, got, err, tt.want)
+		}
+	}
+}
