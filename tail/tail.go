@@ -127,6 +127,15 @@ func (o *Options) Rule() (*rules.Rule, error) {
 	return rules.CompileRule(spec)
 }
 
+// deriver is o's Deriver, or kstatus' rules alone.
+func (o *Options) deriver() event.Deriver {
+	if o.Deriver != nil {
+		return o.Deriver
+	}
+	c, _ := health.New(nil)
+	return c
+}
+
 // Run follows the resources until ctx is done.
 func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 	rule, err := o.Rule()
@@ -158,10 +167,7 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 	if red == nil {
 		red = payload.NewRedactor(config.DefaultRedact())
 	}
-	deriver := o.Deriver
-	if deriver == nil {
-		deriver, _ = health.New(nil)
-	}
+	deriver := o.deriver()
 	eval := &rules.Evaluator{Redactor: red, Deriver: deriver}
 	only := []*rules.Rule{rule}
 	name := ""
