@@ -147,4 +147,3 @@ func TestTailHealth(t *testing.T) {
 		}
 	}
 }
-

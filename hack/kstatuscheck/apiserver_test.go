@@ -2,11 +2,14 @@ package kstatuscheck
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -46,6 +49,12 @@ var (
 	crdsGVR        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	widgetsGVR     = schema.GroupVersionResource{Group: "kstatuscheck.example.com", Version: "v1", Resource: "widgets"}
 )
+
+// unique names an object of one run of a test: -count=N runs reuse the
+// control plane.
+func unique(prefix string) string { return fmt.Sprintf("%s-%d", prefix, runs.Add(1)) }
+
+var runs atomic.Int64
 
 func obj(v map[string]any) *unstructured.Unstructured { return &unstructured.Unstructured{Object: v} }
 
@@ -104,8 +113,9 @@ func cond(typ, status, reason, message string) map[string]any {
 func TestDeploymentPhases(t *testing.T) {
 	d := client(t).Resource(deploymentsGVR).Namespace("default")
 	labels := map[string]any{"app": "kstatuscheck"}
+	name := unique("web")
 	_, err := d.Create(t.Context(), obj(map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": map[string]any{"name": "web", "finalizers": []any{"kstatuscheck.example.com/hold"}},
+		"metadata": map[string]any{"name": name, "finalizers": []any{"kstatuscheck.example.com/hold"}},
 		"spec": map[string]any{"replicas": int64(2), "selector": map[string]any{"matchLabels": labels},
 			"template": map[string]any{"metadata": map[string]any{"labels": labels},
 				"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "registry.example.com/web:1"}}}}}}), metav1.CreateOptions{})
@@ -122,7 +132,7 @@ func TestDeploymentPhases(t *testing.T) {
 	scale := func(n int64) func(*testing.T, *unstructured.Unstructured) *unstructured.Unstructured {
 		return func(t *testing.T, u *unstructured.Unstructured) *unstructured.Unstructured {
 			patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": n}})
-			if _, err := d.Patch(t.Context(), "web", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			if _, err := d.Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			return u
@@ -132,7 +142,7 @@ func TestDeploymentPhases(t *testing.T) {
 	done := cond("Progressing", "True", "NewReplicaSetAvailable", `ReplicaSet "web-1" has successfully progressed.`)
 	available := cond("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.")
 	unavailable := cond("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.")
-	run(t, d, "web", []phase{
+	run(t, d, name, []phase{
 		{"created", nil, "InProgress"},
 		{"observed, no pods", status(1, 0, 0, 0, 0, progressing, unavailable), "InProgress"},
 		{"rolling out", status(1, 2, 1, 1, 1, progressing, unavailable), "InProgress"},
@@ -145,14 +155,14 @@ func TestDeploymentPhases(t *testing.T) {
 		{"scaled down, observed", status(3, 3, 1, 1, 1, done, available), "InProgress"},
 		{"scaled down, done", status(3, 1, 1, 1, 1, done, available), "Current"},
 		{"deleted, held by a finalizer", func(t *testing.T, u *unstructured.Unstructured) *unstructured.Unstructured {
-			if err := d.Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
+			if err := d.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			return u
 		}, "Terminating"},
 	})
 	patch := []byte(`{"metadata":{"finalizers":null}}`)
-	if _, err := d.Patch(t.Context(), "web", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := d.Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -170,7 +180,7 @@ func TestCustomResourceConditions(t *testing.T) {
 			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
 				"subresources": map[string]any{"status": map[string]any{}},
 				"schema":       map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}), metav1.CreateOptions{})
-	if err != nil {
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -199,8 +209,9 @@ func TestCustomResourceConditions(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	name := unique("w")
 	if _, err := w.Create(t.Context(), obj(map[string]any{"apiVersion": "kstatuscheck.example.com/v1", "kind": "Widget",
-		"metadata": map[string]any{"name": "w"}, "spec": map[string]any{"size": int64(1)}}), metav1.CreateOptions{}); err != nil {
+		"metadata": map[string]any{"name": name}, "spec": map[string]any{"size": int64(1)}}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	conds := func(gen int64, cs ...any) func(*testing.T, *unstructured.Unstructured) *unstructured.Unstructured {
@@ -210,12 +221,12 @@ func TestCustomResourceConditions(t *testing.T) {
 		}
 	}
 	resize := func(t *testing.T, u *unstructured.Unstructured) *unstructured.Unstructured {
-		if _, err := w.Patch(t.Context(), "w", types.MergePatchType, []byte(`{"spec":{"size":2}}`), metav1.PatchOptions{}); err != nil {
+		if _, err := w.Patch(t.Context(), name, types.MergePatchType, []byte(`{"spec":{"size":2}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		return u
 	}
-	run(t, w, "w", []phase{
+	run(t, w, name, []phase{
 		{"created", nil, "Current"},
 		{"reconciling", conds(1, cond("Reconciling", "True", "Provisioning", "creating the bucket"), cond("Ready", "False", "Provisioning", "")), "InProgress"},
 		{"ready false", conds(1, cond("Ready", "False", "Waiting", "waiting for the bucket")), "InProgress"},
