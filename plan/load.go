@@ -69,6 +69,9 @@ func compile(cf *config.File, err error) (*File, error) {
 	ps = append(ps, unreported(rps, ps)...)
 	hc, hps := health.New(cf.Config.Health)
 	f.Health = hc
+	for _, r := range rs {
+		r.SetHealthPaths(health.Paths(hc))
+	}
 	for _, p := range hps {
 		ps = append(ps, unreported(config.Problems{cf.Problem(fmt.Sprintf("health[%d].%s", p.Index, p.Field), "%v", p.Err)}, ps)...)
 	}

@@ -51,6 +51,9 @@ type Rule struct {
 	fields  []payload.Field
 	// readsHealth: see ReadsHealth, computed once.
 	readsHealth bool
+	// healthPaths are what health reads (SetHealthPaths); nil: the generic
+	// rules' paths.
+	healthPaths []string
 	// celErrors counts CEL evaluations that failed (and counted as false).
 	celErrors atomic.Uint64
 }
@@ -365,13 +368,22 @@ func (r *Rule) Paths() []string {
 	var ps []string
 	for _, p := range r.paths() {
 		if root, _, ok := event.DerivedRoot(p); ok && root == event.HealthRoot {
-			ps = append(ps, health.Paths(nil)...)
+			hp := r.healthPaths
+			if hp == nil {
+				hp = health.Paths(nil)
+			}
+			ps = append(ps, hp...)
 			continue
 		}
 		ps = append(ps, p)
 	}
 	return ps
 }
+
+// SetHealthPaths tells the rule what the config's health reads
+// (health.Paths of its Checker: a kind's own CEL may read more than the
+// generic rules), for Paths.
+func (r *Rule) SetHealthPaths(ps []string) { r.healthPaths = ps }
 
 // paths are the paths the rule's checks and fields name, health.* included.
 func (r *Rule) paths() []string {
