@@ -14,7 +14,7 @@ GOTESTFLAGS ?=
 # The demo's own flags: --interval 1s changes objects faster, --steps N stops after N changes.
 DEMO_FLAGS ?=
 
-.PHONY: all build image push release publish release-test testenv test charttest unit vet demo bench bench-e2e fuzz clean help
+.PHONY: all build image push release publish release-test testenv test charttest kstatuscheck unit vet demo bench bench-e2e fuzz clean help
 
 all: build
 
@@ -52,12 +52,16 @@ testenv: ## build kube-apiserver and etcd into .testenv/bin (once; minutes the f
 vet: ## go vet
 	$(GO) vet ./...
 
-test: testenv vet ## unit and integration tests (real kube-apiserver and etcd), with -race; each benchmark runs once, for its own checks; then charttest
+test: testenv vet ## unit and integration tests (real kube-apiserver and etcd), with -race; each benchmark runs once, for its own checks; then charttest and kstatuscheck
 	DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) $(GO) test -race -count=1 -timeout 30m -bench . -benchtime 1x $(GOTESTFLAGS) ./...
 	$(MAKE) charttest
+	$(MAKE) kstatuscheck
 
 charttest: testenv ## the Helm chart, the dashboard and the alerts (hack/charttest, a module of its own): render, lint, RBAC against dynwatch rbac, Pod Security, server-side dry run, PromQL names
 	cd hack/charttest && $(GO) vet ./... && DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) $(GO) test -count=1 -timeout 10m $(GOTESTFLAGS) ./...
+
+kstatuscheck: testenv ## health against kstatus (hack/kstatuscheck, a module of its own): fixtures, Deployments in each phase and custom resources' conditions on the test API server
+	cd hack/kstatuscheck && $(GO) vet ./... && DYNWATCH_TESTENV_BIN=$(CURDIR)/$(TESTENV) $(GO) test -count=1 -timeout 10m $(GOTESTFLAGS) ./...
 
 unit: ## only the tests that need no API server
 	$(GO) test -race -count=1 ./config/... ./fieldpath/... ./rules/... ./payload/... ./plan/... ./action/... ./discovery/... ./event/... ./state/... ./tail/... ./internal/arch/...

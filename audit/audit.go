@@ -45,6 +45,10 @@ type Options struct {
 	// each finding's payload and in the keys of Listed and Failed. Default:
 	// "", the one cluster.
 	Cluster string
+	// Health, when set, keeps only the findings whose object's health is
+	// one of these statuses (audit --health Failed,InProgress). Default:
+	// every finding.
+	Health []string
 }
 
 // Result is what an audit found, and the resources it could not list.
@@ -76,7 +80,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			key += " in cluster " + o.Cluster
 		}
 		gvr := w.Key().GVR
-		eval := &rules.Evaluator{Redactor: o.File.Redactor, State: true}
+		eval := &rules.Evaluator{Redactor: o.File.Redactor, State: true, Deriver: o.File.Health}
 		cont := ""
 		for {
 			list, err := o.Client.List(ctx, gvr, w.Namespace, metav1.ListOptions{Limit: o.PageSize, Continue: cont})
@@ -92,6 +96,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				ev := event.New(TypeAudit, w.Resource, obj.JSON(), nil, o.Now())
 				ev.Cluster = o.Cluster
 				for _, m := range eval.Evaluate(pl.Index[gvr], ev) {
+					// Audit reports the state of what exists: each finding
+					// says its object's health, whatever its rule reads.
+					if m.Payload.Health == nil {
+						m.Payload.Health = ev.HealthOf(false)
+					}
+					if o.Health != nil && (m.Payload.Health == nil || !slices.Contains(o.Health, m.Payload.Health.Status)) {
+						continue
+					}
 					res.Findings = append(res.Findings, Finding{Rule: m.Rule, Payload: m.Payload})
 				}
 			}
@@ -114,8 +126,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, ctx.Err()
 }
 
-// WriteTable writes the findings as a table: RULE, RESOURCE, NAMESPACE, NAME and
-// the rule's fields as name=value pairs, their JSON fit for a terminal
+// WriteTable writes the findings as a table: RULE, RESOURCE, NAMESPACE, NAME,
+// HEALTH (the object's status; its message is in -o json) and the rule's fields as name=value pairs, their JSON fit for a terminal
 // (payload.Printable); with clusters, CLUSTER first.
 func WriteTable(w io.Writer, fs []Finding) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
@@ -123,7 +135,7 @@ func WriteTable(w io.Writer, fs []Finding) error {
 	if clusters {
 		fmt.Fprint(tw, "CLUSTER\t")
 	}
-	fmt.Fprintln(tw, "RULE\tRESOURCE\tNAMESPACE\tNAME\tFIELDS")
+	fmt.Fprintln(tw, "RULE\tRESOURCE\tNAMESPACE\tNAME\tHEALTH\tFIELDS")
 	for _, f := range fs {
 		p := f.Payload
 		ns := p.Namespace
@@ -138,7 +150,11 @@ func WriteTable(w io.Writer, fs []Finding) error {
 		if clusters {
 			fmt.Fprintf(tw, "%s\t", p.Cluster)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Rule, res, ns, p.Name, strings.Join(fields, " "))
+		status := "-"
+		if p.Health != nil {
+			status = payload.Printable(p.Health.Status)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Rule, res, ns, p.Name, status, strings.Join(fields, " "))
 	}
 	return tw.Flush()
 }

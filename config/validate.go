@@ -79,6 +79,7 @@ func (c *Config) validate(v *validator) {
 		checkUnique(v, p, "rule", c.Rules[i].Name, seen, i)
 	}
 	c.validateClusters(v)
+	c.validateHealth(v)
 	v.reportEnvLeft()
 }
 

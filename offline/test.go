@@ -13,6 +13,7 @@ import (
 	"github.com/dynwatch/dynwatch/action"
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/health"
 	"github.com/dynwatch/dynwatch/payload"
 	"github.com/dynwatch/dynwatch/rules"
 )
@@ -44,6 +45,9 @@ type Test struct {
 	Env action.Env
 	// Now is the events' time. Default: time.Now.
 	Now func() time.Time
+	// Deriver computes the objects' health, as the config's
+	// (plan.File.Health) does. Default: kstatus' rules alone.
+	Deriver event.Deriver
 }
 
 // Run evaluates the rule on every object as run would and writes, for each,
@@ -52,6 +56,9 @@ type Test struct {
 func (t Test) Run(w io.Writer) bool {
 	if t.Now == nil {
 		t.Now = time.Now
+	}
+	if t.Deriver == nil {
+		t.Deriver, _ = health.New(nil)
 	}
 	w = terminal{w}
 	all := true
@@ -127,7 +134,7 @@ func (t Test) one(w io.Writer, ev *event.Event) bool {
 	rule := t.Rule
 	selected := rule.SelectsObject(ev.Resource)
 	var steps []rules.Step
-	eval := rules.Evaluator{Redactor: t.Redactor, Explained: func(_ *rules.Rule, _ rules.Verdict, s []rules.Step) { steps = s }}
+	eval := rules.Evaluator{Redactor: t.Redactor, Explained: func(_ *rules.Rule, _ rules.Verdict, s []rules.Step) { steps = s }, Deriver: t.Deriver}
 	matches := eval.Evaluate([]*rules.Rule{rule}, ev)
 	if t.Explain {
 		steps = append([]rules.Step{{Check: "resources", Found: fmt.Sprintf("%s (group %q, version %s)", ev.Resource.Kind, ev.Resource.Group, ev.Resource.Version), Held: selected}}, steps...)

@@ -71,6 +71,9 @@ func Build(p *Prepared, rule string, fields []Field) *event.Payload {
 		pl.Fields = make(map[string]json.RawMessage, len(fields))
 		for _, f := range fields {
 			v := gjson.GetBytes(p.Object, f.Path)
+			if _, _, derived := event.DerivedRoot(f.Path); derived {
+				v = ev.Get(false, f.Path) // health.*, actor.*: derived, not in the object
+			}
 			if v.Exists() {
 				pl.Fields[f.Name] = json.RawMessage(v.Raw)
 			} else {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/action"
 	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/health"
 	"github.com/dynwatch/dynwatch/payload"
 	"github.com/dynwatch/dynwatch/rules"
 )
@@ -22,6 +23,9 @@ type File struct {
 	Redactor *payload.Redactor
 	// Actions are the compiled actions, in file order.
 	Actions []*action.Action
+	// Health computes objects' health (the config's health list, else
+	// kstatus' rules): the Deriver of every Evaluator built from this file.
+	Health *health.Checker
 }
 
 // Load reads a config file and compiles it. A non-nil error is an I/O error
@@ -63,6 +67,14 @@ func compile(cf *config.File, err error) (*File, error) {
 	rs, rps := rules.Compile(cf)
 	f.Rules = rs
 	ps = append(ps, unreported(rps, ps)...)
+	hc, hps := health.New(cf.Config.Health)
+	f.Health = hc
+	for _, r := range rs {
+		r.SetHealthPaths(health.Paths(hc))
+	}
+	for _, p := range hps {
+		ps = append(ps, unreported(config.Problems{cf.Problem(fmt.Sprintf("health[%d].%s", p.Index, p.Field), "%v", p.Err)}, ps)...)
+	}
 	for i, spec := range cf.Config.Actions {
 		if spec.Kind() == "" {
 			continue // config has reported it

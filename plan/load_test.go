@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +98,25 @@ rules:
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
+	}
+}
+
+// A rule reading health records what the config's health reads: a kind's own
+// CEL's paths too, so that an old object rebuilt from a record has the
+// health it had.
+func TestHealthPathsOfTheConfig(t *testing.T) {
+	f, err := Parse("c.yaml", []byte(`apiVersion: dynwatch/v1alpha1
+actions: [{name: out, log: {}}]
+rules:
+  - {name: r, resources: [{kind: ConfigMap}], when: [{path: health.status, op: eq, value: Failed}], actions: [out]}
+health:
+  - {kind: ConfigMap, cel: 'object.data.mode == "on" ? "Current" : "Failed"'}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := f.Rule("r").Paths()
+	if !slices.Contains(ps, "data.mode") || !slices.Contains(ps, "status") {
+		t.Errorf("Paths = %v, want the CEL's data.mode and the generic status", ps)
 	}
 }

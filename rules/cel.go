@@ -37,9 +37,10 @@ const celRecheck = 30 * time.Second
 const celNow = "@now"
 
 // celEnv is the CEL environment of `when: [{cel: …}]`: object and oldObject
-// as dynamic values, now() the evaluation's time as a timestamp, with the
-// Kubernetes CEL libraries (lists, quantities, regexes, URLs) and the string
-// extensions that CRD validation rules have.
+// as dynamic values, health (the object's, {status, message}), now() the
+// evaluation's time as a timestamp, with the Kubernetes CEL libraries (lists,
+// quantities, regexes, URLs) and the string extensions that CRD validation
+// rules have.
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.Variable("object", cel.DynType),
@@ -48,6 +49,7 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.Macros(cel.GlobalMacro("now", 0, func(eh cel.MacroExprFactory, _ celast.Expr, _ []celast.Expr) (celast.Expr, *celcommon.Error) {
 			return eh.NewIdent(celNow), nil
 		})),
+		cel.Variable("health", cel.DynType),
 		ext.Strings(),
 		library.Lists(),
 		library.Quantity(),
@@ -101,7 +103,7 @@ func compileCEL(expr string, errs *atomic.Uint64) (*celCond, error) {
 // celRecheck later.
 func (c *celCond) holds(ev *event.Event, now time.Time) (bool, time.Time) {
 	obj, old := ev.Decoded()
-	vars := map[string]any{"object": obj, "oldObject": old}
+	vars := map[string]any{"object": obj, "oldObject": old, "health": func() any { return healthOf(ev) }}
 	var recheck time.Time
 	if c.readsTime { // else now is not boxed: most expressions do not read it
 		vars[celNow], recheck = now, now.Add(celRecheck)
@@ -117,6 +119,16 @@ func (c *celCond) holds(ev *event.Event, now time.Time) (bool, time.Time) {
 	return false, recheck
 }
 
+// healthOf is the object's health as CEL reads it, computed only when an
+// expression reads it: a map, or null without a Deriver.
+func healthOf(ev *event.Event) any {
+	h := ev.HealthOf(false)
+	if h == nil {
+		return nil
+	}
+	return map[string]any{"status": h.Status, "message": h.Message}
+}
+
 // celPaths collects the paths that the expression selects from object and
 // oldObject (object.spec.replicas → spec.replicas; an index or a macro ends the
 // path where it starts), and reports whether it calls now().
@@ -128,6 +140,9 @@ func celPaths(e celast.Expr, out map[string]bool) (readsTime bool) {
 	}
 	switch e.Kind() {
 	case celast.IdentKind:
+		if e.AsIdent() == event.HealthRoot {
+			out[event.HealthRoot+".status"] = true // what health reads: Rule.Paths
+		}
 		return e.AsIdent() == celNow
 	case celast.SelectKind:
 		if p, ok := selectChain(e); ok {

@@ -109,6 +109,7 @@ func compileRule(f *config.File, p string, rs *config.RuleSpec) (*Rule, config.P
 		}
 		r.fields = append(r.fields, payload.Field{Name: name, Path: rs.Fields[name]})
 	}
+	r.readsHealth = r.ReadsHealth()
 	return r, ps
 }
 

@@ -309,6 +309,10 @@ func (c *condition) explain(i int, rec *recorder) (check, found string) {
 		if c.testAt != nil {
 			found = c.explainAge(found, v, rec.now)
 		}
+	} else if _, _, derived := event.DerivedRoot(c.spec.Path); derived {
+		if v := rec.ev.Get(c.old, c.spec.Path); v.Exists() {
+			found = v.Raw
+		}
 	}
 	check = fmt.Sprintf("when[%d] %s%s %s", i, c.spec.Path, which, c.spec.Op)
 	if c.spec.Value.IsSet() {

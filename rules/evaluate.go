@@ -55,6 +55,10 @@ type Evaluator struct {
 	// Now is the time conditions' now (olderThan, newerThan, CEL's now());
 	// nil: the event's Time.
 	Now func() time.Time
+	// Deriver computes what rules read of an object beyond its bytes (its
+	// health, health.*), for events that come without one; nil: nothing is
+	// derived, and health.* is missing.
+	Deriver event.Deriver
 }
 
 // Evaluate decides each of rs on ev and returns the matches, in the order of
@@ -64,6 +68,9 @@ type Evaluator struct {
 func (e *Evaluator) Evaluate(rs []*Rule, ev *event.Event) []Match {
 	var out []Match
 	var prepared *payload.Prepared
+	if ev.Deriver == nil {
+		ev.Deriver = e.Deriver
+	}
 	for _, r := range rs {
 		if ev.Timed != nil && ev.Timed.Rule != r.Name {
 			continue

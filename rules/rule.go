@@ -53,6 +53,11 @@ type Rule struct {
 	forWait, keepFiringFor time.Duration
 	// timed: see Timed.
 	timed bool
+	// readsHealth: see ReadsHealth, computed once.
+	readsHealth bool
+	// healthPaths are what health reads (SetHealthPaths); nil: the generic
+	// rules' paths.
+	healthPaths []string
 	// celErrors counts CEL evaluations that failed (and counted as false).
 	celErrors atomic.Uint64
 }
@@ -103,7 +108,7 @@ func (r *Rule) Explain(ev *event.Event, added Added, red *payload.Redactor) (Ver
 }
 
 func (r *Rule) explain(ev *event.Event, added Added, red *payload.Redactor, now time.Time) (Verdict, []Step) {
-	rec := &recorder{obj: red.Redact(ev.Resource, ev.Object), old: red.Redact(ev.Resource, ev.OldObject), now: now}
+	rec := &recorder{obj: red.Redact(ev.Resource, ev.Object), old: red.Redact(ev.Resource, ev.OldObject), now: now, ev: ev}
 	v := r.decide(ev, added, rec, now)
 	return v, rec.steps
 }
@@ -114,6 +119,8 @@ type recorder struct {
 	obj, old []byte
 	// now is the evaluation's, shown by the checks of time.
 	now time.Time
+	// ev shows what is derived of the objects (health.*), not in them.
+	ev *event.Event
 }
 
 // Holds reports whether the event's object is in the rule's namespaces, matches
@@ -368,37 +375,6 @@ func (r *Rule) InNamespace(ns string) bool {
 	}
 	_, found := slices.BinarySearch(r.Namespaces, ns)
 	return found
-}
-
-// Paths returns every path the rule reads from objects: conditions, changed and
-// fields.
-func (r *Rule) Paths() []string {
-	var ps []string
-	for _, c := range r.conds {
-		ps = append(ps, c.paths()...)
-	}
-	ps = append(ps, r.changed...)
-	for _, f := range r.fields {
-		ps = append(ps, f.Path)
-	}
-	return ps
-}
-
-// FieldNames returns the names of the rule's fields, sorted.
-func (r *Rule) FieldNames() []string {
-	names := make([]string, len(r.fields))
-	for i, f := range r.fields {
-		names[i] = f.Name
-	}
-	return names
-}
-
-// Payload builds the payload of the prepared event for r; transition is the
-// Verdict's (for fire: enter, exit and edges).
-func (r *Rule) Payload(p *payload.Prepared, transition string) *event.Payload {
-	pl := payload.Build(p, r.Name, r.fields)
-	pl.Transition = transition
-	return pl
 }
 
 func objectLabels(obj []byte) labels.Set {

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/rules"
@@ -81,7 +79,7 @@ func (p *probe) observe(ev *event.Event) {
 	for _, c := range p.checks {
 		if c.cel != nil {
 			c.cel.Holds(ev)
-		} else if gjson.GetBytes(ev.Object, c.spec.Path).Exists() {
+		} else if ev.Get(false, c.spec.Path).Exists() {
 			c.found++
 		}
 	}

@@ -6,14 +6,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/discovery"
 	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/health"
 	"github.com/dynwatch/dynwatch/payload"
 	"github.com/dynwatch/dynwatch/rules"
 )
@@ -93,6 +97,12 @@ type Options struct {
 	// Redactor blanks what a config file's redact list names (tail
 	// --config), as run, audit and test do. Default: the built-in list.
 	Redactor *payload.Redactor
+	// Unhealthy keeps only the objects whose health is not Current (tail
+	// --health).
+	Unhealthy bool
+	// Deriver computes the objects' health, for health.* in Where and
+	// Columns (tail --config: the config's). Default: kstatus' rules alone.
+	Deriver event.Deriver
 }
 
 // Rule compiles the options' filters into the rule tail evaluates.
@@ -100,6 +110,10 @@ func (o *Options) Rule() (*rules.Rule, error) {
 	spec := config.RuleSpec{Name: RuleName, LabelSelector: o.LabelSelector, When: o.Where, Actions: []string{RuleName}, OnStart: config.OnStartNone}
 	if o.Initial {
 		spec.OnStart = config.OnStartAll
+	}
+	if o.Unhealthy {
+		spec.When = append(slices.Clip(spec.When), config.ConditionSpec{Path: event.HealthRoot + ".status", Op: "ne",
+			Value: config.Value{Node: &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: health.Current}}})
 	}
 	// tail's informers watch exactly o.Resources; the rule only filters.
 	spec.Resources = []config.Selector{{Resource: "*"}}
@@ -111,6 +125,15 @@ func (o *Options) Rule() (*rules.Rule, error) {
 		spec.Fields = fields
 	}
 	return rules.CompileRule(spec)
+}
+
+// deriver is o's Deriver, or kstatus' rules alone.
+func (o *Options) deriver() event.Deriver {
+	if o.Deriver != nil {
+		return o.Deriver
+	}
+	c, _ := health.New(nil)
+	return c
 }
 
 // Run follows the resources until ctx is done.
@@ -144,7 +167,8 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 	if red == nil {
 		red = payload.NewRedactor(config.DefaultRedact())
 	}
-	eval := &rules.Evaluator{Redactor: red}
+	deriver := o.deriver()
+	eval := &rules.Evaluator{Redactor: red, Deriver: deriver}
 	only := []*rules.Rule{rule}
 	name := ""
 	if o.Initial {
@@ -152,6 +176,7 @@ func Run(ctx context.Context, client *dyninformer.Client, o Options) error {
 	}
 	pr := newProbe(o.Where, o.Columns, name)
 	mgr := dyninformer.NewManager(client, func(_ dyninformer.Key, ev *event.Event) {
+		ev.Deriver = deriver // before the probe, which reads health.* too
 		pr.observe(ev)
 		ev.Cluster = o.Cluster
 		for _, m := range eval.Evaluate(only, ev) {

@@ -134,7 +134,7 @@ func (p *pipeline) route(k dyninformer.Key, ev *event.Event, waits rules.Waits) 
 	if ci == nil {
 		return nil // a cluster the config no longer has
 	}
-	eval := rules.Evaluator{Redactor: p.file.Redactor, Added: ci.added, Waits: waits}
+	eval := rules.Evaluator{Redactor: p.file.Redactor, Added: ci.added, Waits: waits, Deriver: p.file.Health}
 	if p.metrics != nil {
 		eval.Observer = p.metrics // timed and counted only when there are metrics
 	}

@@ -9,18 +9,22 @@ import (
 	"slices"
 
 	"github.com/dynwatch/dynwatch/audit"
+	"github.com/dynwatch/dynwatch/health"
 )
 
 func cmdAudit(ctx context.Context, e *env, args []string) int {
-	fs := flagSet(e, "audit", "--config FILE [-o table|json] [--chunk-size N]",
+	fs := flagSet(e, "audit", "--config FILE [-o table|json] [--chunk-size N] [--health STATUS,…]",
 		"Lists the current objects of every rule's resources once (a page at a time), evaluates each rule's\n"+
-			"namespaces, labelSelector and when on them, and prints the matches.\n\n"+auditExitCodes)
+			"namespaces, labelSelector and when on them, and prints the matches, each with its object's health\n"+
+			"(HEALTH; \"health\": {status, message} in -o json): Current, InProgress, Failed, Terminating or\n"+
+			"Unknown, as kstatus computes it, or as the config's health list says for a kind.\n\n"+auditExitCodes)
 	var kf kubeFlags
 	kf.register(fs)
 	lf := commandLogs(fs)
 	config := fs.String("config", "", "the config file (required)")
 	output := fs.StringP("output", "o", "table", "output: table or json (one payload per line, type \"audit\")")
 	chunk := fs.Int64("chunk-size", 500, "objects per LIST page")
+	healthFlag := fs.String("health", "", "keep only the matches whose object's health is one of these, e.g. Failed,InProgress (of Current, InProgress, Failed, Terminating, Unknown)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -38,11 +42,18 @@ func cmdAudit(ctx context.Context, e *env, args []string) int {
 	if *chunk <= 0 {
 		return usageError(fs, "--chunk-size must be positive")
 	}
+	var healthFilter []string
+	if fs.Changed("health") {
+		var err error
+		if healthFilter, err = health.ParseStatuses(*healthFlag); err != nil {
+			return usageError(fs, "--health: %v", err)
+		}
+	}
 	file, code := loadConfig(e.stderr, *config)
 	if file == nil {
 		return code
 	}
-	res, err := auditClusters(ctx, e, &kf, file, *chunk)
+	res, err := auditClusters(ctx, e, &kf, file, *chunk, healthFilter)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "dynwatch audit:", err)
 		return exitFailure

@@ -151,7 +151,7 @@ func rbacClusters(e *env, kf *kubeFlags, file *plan.File, resolve bool, base rba
 // cluster with its rules; a cluster that cannot be reached is one whose
 // resources could not be listed (the audit is incomplete), the others are
 // audited still.
-func auditClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, chunk int64) (*auditResult, error) {
+func auditClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, chunk int64, healthFilter []string) (*auditResult, error) {
 	specs := file.Config.Clusters
 	if len(specs) == 0 {
 		specs = []config.ClusterSpec{{}}
@@ -173,7 +173,7 @@ func auditClusters(ctx context.Context, e *env, kf *kubeFlags, file *plan.File, 
 			all.Unreached[clusterWords(spec.Name)] = err
 			continue
 		}
-		opts := audit.Options{File: file.ForCluster(spec.Name), Catalog: cat, Client: c.raw, PageSize: chunk, Cluster: spec.Name}
+		opts := audit.Options{File: file.ForCluster(spec.Name), Catalog: cat, Client: c.raw, PageSize: chunk, Cluster: spec.Name, Health: healthFilter}
 		if isTerminal(e.stderr) {
 			opts.Progress = e.stderr
 		}

@@ -47,11 +47,15 @@ var examples = map[string]string{
   # Deployments with more than 3 replicas, with a column for them
   dynwatch tail deploy -A --where 'spec.replicas > 3' --columns replicas=spec.replicas
   # one object, each event as its JSON payload
-  dynwatch tail deployment/web -n prod -o json`,
+  dynwatch tail deployment/web -n prod -o json
+  # the Deployments that are not healthy (kstatus' Current), with their health
+  dynwatch tail deploy -A --health --columns health=health.status,why=health.message`,
 	"audit": `  # the objects that match the rules now, as a table
   dynwatch audit --config config.yaml
   # one payload per line, for jq; exit 1 when something matched, 3 when the audit is incomplete
-  dynwatch audit --config config.yaml -o json | jq -r .name`,
+  dynwatch audit --config config.yaml -o json | jq -r .name
+  # only the matches whose objects are failing or still rolling out
+  dynwatch audit --config config.yaml --health Failed,InProgress`,
 	"test": `  # does rule scaled-up fire when web-old.yaml becomes web-new.yaml? each check explained
   dynwatch test --config config.yaml --rule scaled-up --old web-old.yaml --new web-new.yaml --explain
   # what each of the rule's actions would send for an object added (body, headers, key)

@@ -25,7 +25,7 @@ func (s *stringList) Type() string       { return "stringArray" }
 type tailFlags struct {
 	ns, selector, columns, output  string
 	all, initial, noHeaders, watch bool
-	watchOnly                      bool
+	watchOnly, unhealthy           bool
 	ignoreUnknown                  bool
 	fieldSelector, name            string
 	where, whereCEL                stringList
@@ -40,6 +40,7 @@ func (f *tailFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.whereCEL, "where-cel", "filter by a CEL expression over object and oldObject, e.g. 'object.status.readyReplicas < object.spec.replicas'; repeatable")
 	fs.StringVar(&f.columns, "columns", "", "extra table columns NAME=PATH,… or NAME:PATH,… (gjson paths, or kubectl's .spec.size and {.spec.size}); in JSON, payload fields")
 	fs.StringVarP(&f.output, "output", "o", "table", "output: table, wide, json, yaml or name")
+	fs.BoolVar(&f.unhealthy, "health", false, "show only objects whose health is not Current (InProgress, Failed, Terminating, Unknown; as kstatus computes it); --columns health=health.status shows it")
 	fs.BoolVar(&f.watchOnly, "watch-only", false, "print changes only, not the objects that exist at start (as kubectl get --watch-only)")
 	fs.BoolVar(&f.initial, "initial", false, "what tail does by default now: list the objects that exist at start first")
 	_ = fs.MarkHidden("initial")
@@ -51,14 +52,15 @@ func (f *tailFlags) register(fs *flag.FlagSet) {
 }
 
 func cmdTail(ctx context.Context, e *env, args []string) int {
-	fs := flagSet(e, "tail", "RESOURCE[,RESOURCE…] | TYPE NAME | TYPE/NAME [-n NS|-A] [--field-selector F=V] [-l SELECTOR] [--where EXPR]… [--where-cel EXPR]… [--columns NAME=PATH,…] [-o table|wide|json|yaml|name] [--no-headers] [--watch-only]",
+	fs := flagSet(e, "tail", "RESOURCE[,RESOURCE…] | TYPE NAME | TYPE/NAME [-n NS|-A] [--field-selector F=V] [-l SELECTOR] [--where EXPR]… [--where-cel EXPR]… [--columns NAME=PATH,…] [--health] [-o table|wide|json|yaml|name] [--no-headers] [--watch-only]",
 		"Lists the objects that exist (each once, as an add), then follows several resource types at once,\n"+
 			"as kubectl get -w does, printing one line per event (table) or the event payload (json, one object\n"+
 			"a line, rule \"tail\"); --watch-only prints changes only. RESOURCE is resolved as kubectl resolves it:\n"+
 			"plural, singular, short name or kind, optionally with .group or .version.group (widgets.example.com);\n"+
 			"a name two groups serve is the one kubectl picks (events: the core group's; events.events.k8s.io\n"+
 			"for the other). TYPE NAME of an object that does not exist fails (exit 1), as kubectl get -w NAME\n"+
-			"does; with --watch-only it waits for it. Ctrl-C stops it.\n\n"+tail.WhereSyntax)
+			"does; with --watch-only it waits for it. --health shows only objects whose health is not Current;\n"+
+			"health.status and health.message are paths of every object in --where and --columns. Ctrl-C stops it.\n\n"+tail.WhereSyntax)
 	var kf kubeFlags
 	var lf logFlags
 	var tf tailFlags
@@ -90,6 +92,7 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 	}
 	if file != nil {
 		opts.Redactor = file.Redactor // what run, audit and test redact
+		opts.Deriver = file.Health    // the config's health list
 	}
 	if tf.clusters.name != "" {
 		return tailClusters(ctx, e, &kf, &tf, file, resources, opts, usageErr)
@@ -124,7 +127,7 @@ func cmdTail(ctx context.Context, e *env, args []string) int {
 
 // options checks tail's flags and compiles its filters, before anything connects.
 func (f *tailFlags) options(e *env) (tail.Options, error) {
-	opts := tail.Options{Output: f.output, Initial: !f.watchOnly, LabelSelector: f.selector, Out: e.stdout, NoHeaders: f.noHeaders, Name: f.name}
+	opts := tail.Options{Output: f.output, Initial: !f.watchOnly, LabelSelector: f.selector, Out: e.stdout, NoHeaders: f.noHeaders, Name: f.name, Unhealthy: f.unhealthy}
 	if !slices.Contains([]string{"table", "wide", "json", "yaml", "name"}, f.output) {
 		return opts, fmt.Errorf("-o: want table, wide, json, yaml or name, got %q", f.output)
 	}

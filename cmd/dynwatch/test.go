@@ -71,7 +71,7 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 			return usageErr("%v", err)
 		}
 	}
-	t := offline.Test{Rule: rule, Redactor: file.Redactor, New: objs, Old: olds, Explain: *explain, Render: *render,
+	t := offline.Test{Rule: rule, Redactor: file.Redactor, Deriver: file.Health, New: objs, Old: olds, Explain: *explain, Render: *render,
 		Env: action.Env{Secrets: file.Secrets()}}
 	for _, name := range rule.Actions {
 		t.Actions = append(t.Actions, file.Action(name))

@@ -31,8 +31,9 @@ var floors = [][]string{
 
 // peers are the imports allowed within one floor.
 var peers = map[string][]string{
-	"rules": {"payload"},
-	"plan":  {"action"},
+	"rules":  {"payload"},
+	"health": {"config"},
+	"plan":   {"action"},
 }
 
 func floorOf(pkg string) int {
