@@ -34,6 +34,11 @@ type stamp struct {
 type writer struct {
 	manager, operation, subresource string
 	tie                             []stamp
+	// chosen is the stamp of tie that made the change to the object's
+	// state, once an update chose it (until then the last): a delete's
+	// actor, when the state before is gone. Only the handler calls of the
+	// object's informer, which are serial, read or write it.
+	chosen int
 }
 
 // stampSeed seeds the entries' hashes: they are compared within one process
@@ -261,20 +266,17 @@ func internWriter(manager, operation, subresource string) *writer {
 // writer that wrote the same fields again within the second), the last of
 // those in cur's order stands for them: the API server's order says nothing
 // of which was later. false when cur is empty.
-func changeStamp(cur, old []stamp) (stamp, bool) {
-	if len(cur) == 0 {
-		return stamp{}, false
-	}
-	pick := cur[len(cur)-1]
-	if len(cur) == 1 {
-		return pick, true
+// It returns the index of the stamp in cur; -1 when cur is empty.
+func changeStamp(cur, old []stamp) int {
+	if len(cur) < 2 {
+		return len(cur) - 1
 	}
 	for i := len(cur) - 1; i >= 0; i-- {
 		if !holds(old, cur[i].hash) {
-			return cur[i], true
+			return i
 		}
 	}
-	return pick, true
+	return len(cur) - 1
 }
 
 func holds(stamps []stamp, hash uint64) bool {
@@ -304,7 +306,7 @@ func (o *Object) setStamps(stamps []stamp) {
 	case 1:
 		o.by, o.byHash = stamps[0].w, stamps[0].hash
 	default:
-		o.by = &writer{tie: append([]stamp(nil), stamps...)}
+		o.by = &writer{tie: append([]stamp(nil), stamps...), chosen: len(stamps) - 1}
 	}
 }
 
@@ -324,17 +326,29 @@ func (o *Object) stamps(buf *[1]stamp) []stamp {
 // changeActor is who made the change from old (nil: none known, as for a
 // delete, whose actor is the last state's latest entry) to o; nil when o's
 // managedFields said nothing.
+//
+// On a tie, an update's choice is kept with the object (writer.chosen): the
+// delete that follows names the writer of the last change, not one of the
+// second's that the server happens to list last.
 func (o *Object) changeActor(old *Object) *event.Actor {
 	var a, b [1]stamp
-	var prev []stamp
-	if old != nil {
-		prev = old.stamps(&b)
-	}
-	s, ok := changeStamp(o.stamps(&a), prev)
-	if !ok {
+	cur := o.stamps(&a)
+	if len(cur) == 0 {
 		return nil
 	}
-	return actorOf(s, o.modified)
+	var i int
+	switch {
+	case old != nil:
+		i = changeStamp(cur, old.stamps(&b))
+		if o.by.tie != nil {
+			o.by.chosen = i
+		}
+	case o.by.tie != nil:
+		i = o.by.chosen
+	default:
+		i = changeStamp(cur, nil)
+	}
+	return actorOf(cur[i], o.modified)
 }
 
 // ChangeActor is who made the change from an object whose managedFields
@@ -345,9 +359,26 @@ func ChangeActor(cur, old []byte) *event.Actor {
 	var a, b [1]stamp
 	at, stamps := readStamps(cur, &a)
 	_, prev := readStamps(old, &b)
-	s, ok := changeStamp(stamps, prev)
-	if !ok {
+	i := changeStamp(stamps, prev)
+	if i < 0 {
 		return nil
 	}
-	return actorOf(s, at)
+	return actorOf(stamps[i], at)
+}
+
+// keepChoice gives a watch's delete, whose object the decoder made anew,
+// the choice an update made on a tie of the state it ends (last, the cached
+// object): the same entries, by their hashes. deleted is not shared yet.
+func keepChoice(deleted, last any) {
+	d, ok1 := deleted.(*Object)
+	l, ok2 := last.(*Object)
+	if !ok1 || !ok2 || d.by == nil || l.by == nil || d.by.tie == nil || l.by.tie == nil || len(d.by.tie) != len(l.by.tie) {
+		return
+	}
+	for i, s := range d.by.tie {
+		if l.by.tie[i].hash != s.hash {
+			return
+		}
+	}
+	d.by.chosen = l.by.chosen
 }

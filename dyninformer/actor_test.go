@@ -122,3 +122,18 @@ func TestChangeActorNone(t *testing.T) {
 		t.Errorf("writers not shared: %p %p", a.by, b.by)
 	}
 }
+
+// A delete after an update that broke a tie names the writer that update
+// chose, not the one the server lists last: the state before is gone then.
+func TestChangeActorDeleteAfterTie(t *testing.T) {
+	t.Parallel()
+	const t9 = "2026-12-01T10:00:09Z"
+	zz, aa := mfEntry("zz-writer", "Update", t9, `{"f:data":{"f:zz":{}}}`, ""), mfEntry("aa-writer", "Update", t9, `{"f:data":{"f:aa":{}}}`, "")
+	old, cur := mfObject(t, "1", zz), mfObject(t, "2", aa, zz)
+	if a := cur.changeActor(old); a == nil || a.Manager != "aa-writer" {
+		t.Fatalf("update: actor %+v, want aa-writer", a)
+	}
+	if a := cur.changeActor(nil); a == nil || a.Manager != "aa-writer" {
+		t.Errorf("delete: actor %+v, want aa-writer", a)
+	}
+}
