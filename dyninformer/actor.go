@@ -115,42 +115,56 @@ var (
 	timeKey        = []byte(`"time":"`)
 	serverArray    = []byte(`[{"manager":"`)
 	entryOpen      = []byte(`{"manager":"`)
-	nextEntry      = []byte(`},{"manager":"`)
 	operationKey   = []byte(`"operation":"`)
 	subresourceKey = []byte(`"subresource":"`)
 )
 
 // serverEntries returns the entries of mf at its latest time without
 // scanning the entries' fieldsV1, for an array as the API server writes it:
-// compact, each entry's manager first. A member key of an entry (time,
-// operation, subresource, or the manager that opens it) can be found by its
-// bytes alone: in fieldsV1 every key is prefixed ("f:", "k:", "v:", "i:")
-// and in a string a quote is escaped. false: mf is not so written, or an
-// entry's bounds are not where they should be (scanEntries reads it).
+// compact, each entry's manager first and its time before its fieldsV1, a
+// subresource after it. A member key of an entry (time, operation,
+// subresource, or the manager that opens it) is found by its bytes alone: in
+// fieldsV1 every key is prefixed ("f:", "k:", "v:", "i:") and in a string a
+// quote is escaped. Only the bytes.Index of the times runs through fieldsV1;
+// an entry ends where the next one's manager opens, just before its time.
+// false: mf is not so written (scanEntries reads it).
 func serverEntries(mf []byte, views *[4]entryView) ([]entryView, bool) {
 	if !bytes.HasPrefix(mf, serverArray) || mf[len(mf)-1] != ']' {
 		return nil, false
 	}
-	at := views[:0]
-	for off := 0; ; {
+	var times [16]int // where each entry's time opens
+	n := 0
+	for off := 0; ; n++ {
 		i := bytes.Index(mf[off:], timeKey)
 		if i < 0 {
-			return at, true
+			break
 		}
-		s := off + i + len(timeKey)
-		n := bytes.IndexByte(mf[s:], '"')
-		if n < 0 {
+		if n == len(times) {
 			return nil, false
 		}
-		t := mf[s-1 : s+n+1] // quotes included, as readEntry's
-		off = s + n
+		times[n] = off + i + len(timeKey) - 1
+		q := bytes.IndexByte(mf[times[n]+1:], '"')
+		if q < 0 {
+			return nil, false
+		}
+		off = times[n] + 1 + q + 1
+	}
+	at := views[:0]
+	for k := range n {
+		t := mf[times[k] : times[k]+1+bytes.IndexByte(mf[times[k]+1:], '"')+1] // quotes included, as readEntry's
 		c := 1
 		if len(at) > 0 {
 			if c = bytes.Compare(t, at[0].at); c < 0 {
 				continue
 			}
 		}
-		e, ok := serverEntry(mf, s)
+		end := len(mf) - 1 // the last entry ends before the array's ']'
+		if k+1 < n {
+			if end = bytes.LastIndex(mf[:times[k+1]], entryOpen) - 1; end <= times[k] || mf[end] != ',' {
+				return nil, false
+			}
+		}
+		e, ok := serverEntry(mf, times[k], end)
 		if !ok {
 			return nil, false
 		}
@@ -160,28 +174,31 @@ func serverEntries(mf []byte, views *[4]entryView) ([]entryView, bool) {
 		e.at = t
 		at = append(at, e)
 	}
+	return at, true
 }
 
-// serverEntry is the entry of mf (as serverEntries takes it) around p.
-func serverEntry(mf []byte, p int) (entryView, bool) {
+// serverEntry is the entry of mf (as serverEntries takes it) whose time
+// opens at p and that ends before end.
+func serverEntry(mf []byte, p, end int) (entryView, bool) {
 	start := bytes.LastIndex(mf[:p], entryOpen)
 	if start < 1 || (mf[start-1] != '[' && mf[start-1] != ',') {
 		return entryView{}, false
 	}
-	end := len(mf) - 1 // the last entry ends before the array's ']'
-	if j := bytes.Index(mf[p:], nextEntry); j >= 0 {
-		end = p + j + 1
-	}
 	raw := mf[start:end]
-	if raw[len(raw)-1] != '}' {
+	if len(raw) < 2 || raw[len(raw)-1] != '}' {
 		return entryView{}, false
 	}
 	e := entryView{raw: raw, manager: quoted(raw, len(entryOpen)-1)}
-	if i := bytes.Index(raw, operationKey); i >= 0 {
+	if i := bytes.Index(raw[:p-start], operationKey); i >= 0 {
 		e.operation = quoted(raw, i+len(operationKey)-1)
 	}
-	if i := bytes.LastIndex(raw, subresourceKey); i >= 0 {
-		e.subresource = quoted(raw, i+len(subresourceKey)-1)
+	// A subresource is the entry's last member, after fieldsV1: a string
+	// without escapes (a subresource's name has none; one with a quote
+	// escaped is not taken).
+	if raw[len(raw)-2] == '"' {
+		if q := bytes.LastIndexByte(raw[:len(raw)-2], '"'); q > 0 && raw[q-1] == ':' && bytes.HasSuffix(raw[:q], subresourceKey[:len(subresourceKey)-1]) {
+			e.subresource = raw[q : len(raw)-1]
+		}
 	}
 	return e, e.manager != nil
 }
