@@ -117,6 +117,9 @@ func (p *applier) one(d cache.Delta, initial bool) error {
 			return err
 		}
 	case cache.Deleted: // a watch's delete, or (without AtomicFIFO) one a relist found
+		if last, ok, err := p.store.Get(d.Object); err == nil && ok {
+			keepChoice(d.Object, last)
+		}
 		if err := p.store.Delete(d.Object); err != nil {
 			return err
 		}

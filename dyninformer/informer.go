@@ -157,7 +157,9 @@ func (m *Manager) event(e *entry, t event.Type, obj, oldObj any) *event.Event {
 		return nil
 	}
 	var oldJSON []byte
-	if t == event.Update {
+	var actor *event.Actor
+	switch t {
+	case event.Update:
 		old, ok := oldObj.(*Object)
 		if !ok {
 			return nil
@@ -167,11 +169,17 @@ func (m *Manager) event(e *entry, t event.Type, obj, oldObj any) *event.Event {
 			return nil // a resync: nothing changed, nothing fires
 		}
 		oldJSON = old.raw
+		actor = o.changeActor(old)
+	case event.Delete:
+		// A delete writes no managedFields entry: its actor is the last
+		// state's, the last writer's.
+		actor = o.changeActor(nil)
 	}
 	// What event.New makes, with the metadata the Object read when it was
 	// decoded instead of reading it from the bytes again.
 	return &event.Event{Type: t, Resource: e.watch.Resource, Object: o.raw, OldObject: oldJSON,
-		Namespace: o.namespace, Name: o.name, UID: o.uid, ResourceVersion: o.resourceVersion, Time: m.now(), Modified: o.modifiedAt()}
+		Namespace: o.namespace, Name: o.name, UID: o.uid, ResourceVersion: o.resourceVersion, Time: m.now(), Modified: o.modifiedAt(),
+		Actor: actor}
 }
 
 // Resyncs returns how many resyncs (an object handed over again unchanged)

@@ -30,6 +30,12 @@ type Object struct {
 	// API server's clock; 0: none), read before they are cut out: when it
 	// was last changed (see event.Event.Modified).
 	modified int64
+	// by and byHash are the stamps of its latest managedFields entries, the
+	// only ones a newer state's can tie with (see actor.go): by is the
+	// interned writer of the one entry and byHash its hash, or with several
+	// entries of that time, a writer of the object's own holding them.
+	by     *writer
+	byHash uint64
 }
 
 // JSON returns the object's JSON bytes (managedFields cut out). They must not
@@ -272,7 +278,10 @@ func parseItem(src []byte, t typeMembers, shard *Shard, sp *objSpans) (*Object, 
 	o := &Object{raw: assemble(src, open, lastNonSpace(src), t, widenCut(src, m.cut))}
 	o.name, o.namespace, o.uid, o.resourceVersion = m.strings(src)
 	if m.cut[0] >= 0 {
-		o.modified = latestTime(src[m.mf[0]:m.mf[1]])
+		var buf [1]stamp
+		var stamps []stamp
+		o.modified, stamps = readStamps(src[m.mf[0]:m.mf[1]], &buf)
+		o.setStamps(stamps)
 	}
 	return o, nil
 }

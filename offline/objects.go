@@ -12,25 +12,42 @@ import (
 )
 
 // ReadObjects reads the objects of a JSON or YAML file: each document of a
-// multi-document file, and each item of a kind: List, as compact JSON.
+// multi-document file, and each item of a kind: List, as compact JSON, with
+// managedFields cut out as run's informers cut them.
 func ReadObjects(path string) ([][]byte, error) {
+	objs, _, err := ReadObjectsManaged(path)
+	return objs, err
+}
+
+// ReadObjectsManaged is ReadObjects, and each object's managedFields array
+// as the file had it (nil: none), which an update's and a delete's actor is
+// read from (Test.NewManaged).
+func ReadObjectsManaged(path string) (objs, managed [][]byte, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out [][]byte
+	add := func(obj []byte) {
+		obj = compact(obj)
+		var mf []byte
+		if r := gjson.GetBytes(obj, "metadata.managedFields"); r.IsArray() {
+			mf = []byte(r.Raw)
+		}
+		out, managed = append(out, cutManagedFields(obj)), append(managed, mf)
+	}
 	n := 0 // documents that hold something
 	for _, doc := range splitDocuments(data) {
 		b, err := yaml.YAMLToJSON(doc)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if t := bytes.TrimSpace(b); len(t) == 0 || string(t) == "null" {
 			continue
 		}
 		n++
 		if !bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
-			return nil, fmt.Errorf("%s: want objects (mappings), not a list or a value", path)
+			return nil, nil, fmt.Errorf("%s: want objects (mappings), not a list or a value", path)
 		}
 		if items := gjson.GetBytes(b, "items"); strings.HasSuffix(gjson.GetBytes(b, "kind").Str, "List") && items.IsArray() {
 			kind, apiVersion := strings.TrimSuffix(gjson.GetBytes(b, "kind").Str, "List"), gjson.GetBytes(b, "apiVersion").Str
@@ -40,23 +57,23 @@ func ReadObjects(path string) ([][]byte, error) {
 				if err = typeProblem(item, fmt.Sprintf("%s: document %d, item %d", path, n, i.Int()+1)); err != nil {
 					return false
 				}
-				out = append(out, cutManagedFields(compact(item)))
+				add(item)
 				return true
 			})
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			continue
 		}
 		if err := typeProblem(b, fmt.Sprintf("%s: document %d", path, n)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, cutManagedFields(compact(b)))
+		add(b)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: holds no object", path)
+		return nil, nil, fmt.Errorf("%s: holds no object", path)
 	}
-	return out, nil
+	return out, managed, nil
 }
 
 // typeProblem says what obj lacks of its type, an apiVersion or a kind,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/action"
 	"github.com/dynwatch/dynwatch/config"
+	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/health"
 	"github.com/dynwatch/dynwatch/payload"
@@ -28,6 +29,11 @@ type Test struct {
 	// object of Old at the same place (Old and New pair up in order): an
 	// update, as run makes of it (see change).
 	New, Old [][]byte
+	// NewManaged and OldManaged are the managedFields arrays of New's and
+	// Old's objects, in their order (nil, or a nil item: none), which an
+	// update's and a delete's actor is read from as run reads it
+	// (dyninformer.ChangeActor).
+	NewManaged, OldManaged [][]byte
 	// Explain also writes each check with the value found and whether it
 	// held and, when the rule fires, what each of Actions does with the event
 	// (the group it joins, a rate limit).
@@ -72,7 +78,9 @@ func (t Test) Run(w io.Writer) bool {
 			continue
 		}
 		old := event.New(event.Delete, ResourceOf(t.Old[i], t.Rule), t.Old[i], nil, t.Now())
-		all = t.change(w, old, ev) && all
+		newMF, oldMF := item(t.NewManaged, i), item(t.OldManaged, i)
+		old.Actor = dyninformer.ChangeActor(oldMF, nil) // the delete's: the last writer
+		all = t.change(w, old, ev, dyninformer.ChangeActor(newMF, oldMF)) && all
 	}
 	return all
 }
@@ -81,9 +89,9 @@ func (t Test) Run(w io.Writer) bool {
 // (its delete) to ev (its add), in run's order: the two, when their uids
 // differ (deleted and made again under the name); nothing when they are the
 // same object at one resourceVersion (a resync, which fires no rule);
-// otherwise an update. It reports whether the rule fired (on either of the
-// two).
-func (t Test) change(w io.Writer, old, ev *event.Event) bool {
+// otherwise an update, made by actor. It reports whether the rule fired (on
+// either of the two).
+func (t Test) change(w io.Writer, old, ev *event.Event, actor *event.Actor) bool {
 	if old.UID != "" && ev.UID != "" && old.UID != ev.UID {
 		fmt.Fprintf(w, "--old and --new have different uids (%s, %s): run sees the old object deleted and the new one added\n", payload.Printable(old.UID), payload.Printable(ev.UID))
 		deleted := t.one(w, old)
@@ -97,8 +105,16 @@ func (t Test) change(w io.Writer, old, ev *event.Event) bool {
 		fmt.Fprintf(w, "--old and --new are the same object at one resourceVersion (%s): to run that is a resync, which fires no rule\n", payload.Printable(ev.ResourceVersion))
 		return false
 	}
-	ev.Type, ev.OldObject = event.Update, old.Object
+	ev.Type, ev.OldObject, ev.Actor = event.Update, old.Object, actor
 	return t.one(w, ev)
+}
+
+// item is objs[i], nil past its end.
+func item(objs [][]byte, i int) []byte {
+	if i < len(objs) {
+		return objs[i]
+	}
+	return nil
 }
 
 // PairProblem says why old and new (objects that --old and --new pair up in

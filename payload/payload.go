@@ -67,6 +67,10 @@ func Build(p *Prepared, rule string, fields []Field) *event.Payload {
 		Object:          p.Object,
 		OldObject:       p.OldObject,
 	}
+	if ev.Type == event.Update || ev.Type == event.Delete {
+		// Who made the change (nil: not known, as for a replay).
+		pl.Actor = ev.Actor
+	}
 	if len(fields) > 0 {
 		pl.Fields = make(map[string]json.RawMessage, len(fields))
 		for _, f := range fields {

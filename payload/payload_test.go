@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/dynwatch/dynwatch/event"
 )
@@ -27,6 +28,31 @@ func TestDeliveryEncodesAsMarshalDoes(t *testing.T) {
 		}
 		if !bytes.Equal(d.JSON, want) {
 			t.Errorf("%s:\n got %s\nwant %s", name, d.JSON, want)
+		}
+	}
+}
+
+// An update's and a delete's payload say who made the change, as the event
+// does; an add's does not (SPEC §4).
+func TestBuildActor(t *testing.T) {
+	actor := &event.Actor{Manager: "kubectl-patch", Operation: "Update", Time: "2026-12-01T10:00:09Z"}
+	for _, tt := range []struct {
+		typ  event.Type
+		want bool
+	}{{event.Update, true}, {event.Delete, true}, {event.Add, false}} {
+		ev := event.New(tt.typ, event.Resource{Version: "v1", Resource: "configmaps"}, []byte(`{"metadata":{"name":"c","uid":"u","resourceVersion":"2"}}`), nil, time.Now())
+		ev.Actor = actor
+		pl := Build(Prepare(nil, ev), "r", nil)
+		if got := pl.Actor != nil; got != tt.want {
+			t.Errorf("%s: actor in the payload %v, want %v", tt.typ, got, tt.want)
+		}
+		d, err := Delivery(pl, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `"actor":{"manager":"kubectl-patch","operation":"Update","time":"2026-12-01T10:00:09Z"}`
+		if got := bytes.Contains(d.JSON, []byte(want)); got != tt.want {
+			t.Errorf("%s: %s", tt.typ, d.JSON)
 		}
 	}
 }

@@ -37,7 +37,7 @@ type Printer struct {
 // The table's fixed columns, as kubectl get -w would show them, and what wide adds.
 var (
 	tableColumns = []string{"TIME", "EVENT", "RESOURCE", "NAMESPACE", "NAME", "AGE", "CHANGED"}
-	wideColumns  = []string{"UID", "RESOURCE-VERSION"}
+	wideColumns  = []string{"UID", "RESOURCE-VERSION", "ACTOR"}
 )
 
 // changedWidth is how much of the changed paths a table row shows (wide: all).
@@ -179,7 +179,7 @@ func (p *Printer) cells(pl *event.Payload) []string {
 	}
 	cells := []string{at.In(loc).Format("15:04:05"), string(pl.Type), pl.Resource.Name(), ns, pl.Name, age, changed}
 	if p.o.Output == "wide" {
-		cells = append(cells, pl.UID, pl.ResourceVersion)
+		cells = append(cells, pl.UID, pl.ResourceVersion, actorCell(pl.Actor))
 	}
 	for _, c := range p.o.Columns {
 		cells = append(cells, cell(pl.Fields[c.Name]))
@@ -188,6 +188,19 @@ func (p *Printer) cells(pl *event.Payload) []string {
 		cells = append([]string{pl.Cluster}, cells...)
 	}
 	return cells
+}
+
+// actorCell is who made the change: the manager, and "(Apply)" after it
+// for a server-side apply, whose manager its user names; "-" when not known
+// (an add).
+func actorCell(a *event.Actor) string {
+	switch {
+	case a == nil:
+		return "-"
+	case a.Operation == "Apply":
+		return a.Manager + "(Apply)"
+	}
+	return a.Manager
 }
 
 func cell(raw json.RawMessage) string {

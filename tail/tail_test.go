@@ -263,3 +263,33 @@ func TestOutputs(t *testing.T) {
 		}
 	}
 }
+
+// -o wide's ACTOR is who made the change: the manager, with (Apply) for a
+// server-side apply; "-" when not known (an add).
+func TestWideActor(t *testing.T) {
+	for _, tc := range []struct {
+		actor *event.Actor
+		want  string
+	}{
+		{&event.Actor{Manager: "kubectl-patch", Operation: "Update"}, "kubectl-patch"},
+		{&event.Actor{Manager: "kube-controller-manager", Operation: "Update", Subresource: "status"}, "kube-controller-manager"},
+		{&event.Actor{Manager: "my-applier", Operation: "Apply"}, "my-applier(Apply)"},
+		{nil, "-"},
+	} {
+		var out bytes.Buffer
+		p := NewPrinter(Options{Output: "wide", Out: &out, Location: time.UTC})
+		pl := &event.Payload{Type: event.Update, Resource: event.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap"},
+			Namespace: "prod", Name: "c", UID: "u-1", ResourceVersion: "42", Actor: tc.actor, Object: json.RawMessage(`{}`), Time: "2026-11-29T12:00:00.000Z"}
+		if err := p.Header(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Print(pl); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		h, row := strings.Fields(lines[0]), strings.Fields(lines[1])
+		if h[len(h)-1] != "ACTOR" || row[len(row)-1] != tc.want {
+			t.Errorf("ACTOR %q, want %q:\n%s", row[len(row)-1], tc.want, out.String())
+		}
+	}
+}

@@ -55,13 +55,13 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 		}
 		return usageErr("no rule %q in %s (it has: %s)", *ruleName, *config, strings.Join(names, ", "))
 	}
-	objs, err := offline.ReadObjects(*newFile)
+	objs, managed, err := offline.ReadObjectsManaged(*newFile)
 	if err != nil {
 		return usageErr("--new: %v", err)
 	}
-	var olds [][]byte
+	var olds, oldManaged [][]byte
 	if *oldFile != "" {
-		if olds, err = offline.ReadObjects(*oldFile); err != nil {
+		if olds, oldManaged, err = offline.ReadObjectsManaged(*oldFile); err != nil {
 			return usageErr("--old: %v", err)
 		}
 		if len(olds) != len(objs) {
@@ -71,7 +71,8 @@ func cmdTest(_ context.Context, e *env, args []string) int {
 			return usageErr("%v", err)
 		}
 	}
-	t := offline.Test{Rule: rule, Redactor: file.Redactor, Deriver: file.Health, New: objs, Old: olds, Explain: *explain, Render: *render,
+	t := offline.Test{Rule: rule, Redactor: file.Redactor, Deriver: file.Health, New: objs, Old: olds,
+		NewManaged: managed, OldManaged: oldManaged, Explain: *explain, Render: *render,
 		Env: action.Env{Secrets: file.Secrets()}}
 	for _, name := range rule.Actions {
 		t.Actions = append(t.Actions, file.Action(name))
