@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +44,7 @@ func phaseCM(t *testing.T, d dynamic.Interface, ns, name, phase string) {
 func timedConfig(dir, ns, fire, forDur, keep string) string {
 	return fmt.Sprintf(`apiVersion: dynwatch/v1alpha1
 state: {path: %s}
+server: {address: "127.0.0.1:0"}
 actions: [{name: out, log: {}}]
 rules:
   - name: failing
@@ -114,6 +116,11 @@ func TestForFiresOnTimeAndNotOnAFlap(t *testing.T) {
 	flapped := time.Now()
 	phaseCM(t, d, ns, "flappy", "Failed")
 
+	base := "http://" + servedAddr(p)
+	testenv.WaitFor(t, "dynwatch_pending to count steady and flappy", 10*time.Second, func() bool {
+		_, m := get(t, base+"/metrics")
+		return strings.Contains(m, "\n"+`dynwatch_pending{rule="failing"} 2`+"\n")
+	})
 	got := p.waitFired("steady", 1, 20*time.Second)
 	if got[0].Transition != "enter" || got[0].Since == "" {
 		t.Fatalf("steady: %+v, want a timed enter with since", got[0])
@@ -135,6 +142,10 @@ func TestForFiresOnTimeAndNotOnAFlap(t *testing.T) {
 	}
 	if got := firedFor(p.payloads(), "doomed"); len(got) != 0 {
 		t.Errorf("an object deleted while its wait ran fired: %+v", got)
+	}
+	if _, m := get(t, base+"/metrics"); !strings.Contains(m, "\n"+`dynwatch_firing{rule="failing"} 2`+"\n") ||
+		!strings.Contains(m, "\n"+`dynwatch_pending{rule="failing"} 0`+"\n") {
+		t.Errorf("after both entered, want 2 firing and 0 pending:\n%s", m)
 	}
 	p.stopOK(syscall.SIGTERM)
 }
