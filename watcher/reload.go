@@ -56,7 +56,7 @@ func (w *Watcher) reloadLocked(file *plan.File) ([]*source, error) {
 		}
 	}
 	w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues), clusters: w.pipe.Load().clusters})
-	if err := w.configureTimers(file); err != nil {
+	if err := w.configureTimers(file, false); err != nil {
 		// The waits stay as they were; those of a removed rule are
 		// forgotten when they fall due, or at the next start.
 		w.log.Error("state: cannot forget the waits of rules the config no longer has", "err", err)

@@ -43,22 +43,23 @@ func timedSpecs(file *plan.File) map[string]timed.Spec {
 	return out
 }
 
-// configureTimers takes the timed rules of file: with state.path, the waits
-// of rules it has no timed rule for are forgotten, and those kept are
-// scheduled again by their rules' new specs.
-func (w *Watcher) configureTimers(file *plan.File) error {
+// configureTimers takes the timed rules of file: the waits of rules it has
+// no timed rule for are forgotten (with state.path, in the file), and those
+// kept are scheduled again by their rules' new specs. start says it is the
+// watcher's first config: the book then counts the file's waits.
+func (w *Watcher) configureTimers(file *plan.File, start bool) error {
 	specs := timedSpecs(file)
-	w.waits.setSpecs(specs)
 	if w.durable == nil {
-		w.forgetMemWaits(specs)
+		w.waits.reconfigure(specs, nil, true)
 		return nil
 	}
 	kept := map[string]timed.State{}
 	err := w.durable.store.Update(func(tx *state.Tx) error {
+		clear(kept)
 		var gone []string
 		err := tx.ForEachWait(func(key string, s timed.State, ok bool) error {
 			p, parsed := parseWaitKey(key)
-			if _, timedRule := specs[p.rule]; !ok || !parsed || !timedRule {
+			if !ok || !parsed || !hasSpec(specs, p.rule) {
 				gone = append(gone, key)
 				return nil
 			}
@@ -75,29 +76,8 @@ func (w *Watcher) configureTimers(file *plan.File) error {
 	if err != nil {
 		return err
 	}
-	w.waits.load(kept)
+	w.waits.reconfigure(specs, kept, start)
 	return nil
-}
-
-// forgetMemWaits drops, without state.path, the waits of rules no longer
-// timed, and counts the rest afresh.
-func (w *Watcher) forgetMemWaits(specs map[string]timed.Spec) {
-	b := w.waits
-	b.mu.Lock()
-	kept := make(map[string]timed.State, len(b.states))
-	for key, s := range b.states {
-		if p, ok := parseWaitKey(key); ok {
-			if _, timedRule := specs[p.rule]; timedRule {
-				kept[key] = s
-			}
-		}
-	}
-	b.states = map[string]timed.State{}
-	b.mu.Unlock()
-	b.load(kept)
-	b.mu.Lock()
-	b.states = kept
-	b.mu.Unlock()
 }
 
 // runTimers wakes at each wait's due time, until ctx is done: one goroutine

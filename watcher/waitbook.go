@@ -77,43 +77,53 @@ func newWaitBook(inMemory bool) *waitBook {
 	return b
 }
 
-// setSpecs takes the timed rules of a new config and schedules the states
-// the book holds again by them (a `for` a reload shortened falls due
-// sooner). With state.path the caller schedules the file's states again
-// (load).
-func (b *waitBook) setSpecs(specs map[string]timed.Spec) {
+// reconfigure takes the timed rules of a config, all under the book's lock
+// (an event's step may come meanwhile): the states it holds (without
+// state.path) of rules no longer timed go, and every state is scheduled
+// again by its rule's spec (a `for` a reload shortened falls due sooner).
+// With state.path the caller gives the file's states (fileStates, those of
+// timed rules), which recount says to count afresh (at start; at a reload
+// the counts follow the commits, and only those of rules no longer timed
+// go).
+func (b *waitBook) reconfigure(specs map[string]timed.Spec, fileStates map[string]timed.State, recount bool) {
 	b.mu.Lock()
 	b.specs = specs
-	for key, s := range b.states {
-		if p, ok := parseWaitKey(key); ok {
-			if due := s.Due(specs[p.rule]); !due.IsZero() {
-				dueq.Push(&b.dues, dueAt{due: due, key: key})
+	states := fileStates
+	if b.states != nil {
+		for key := range b.states {
+			if p, ok := parseWaitKey(key); !ok || !hasSpec(specs, p.rule) {
+				delete(b.states, key)
 			}
+		}
+		states, recount = b.states, true
+	}
+	if recount {
+		b.counts = map[string]*waitCounts{}
+	}
+	for rule := range b.counts {
+		if !hasSpec(specs, rule) {
+			delete(b.counts, rule)
+		}
+	}
+	for key, s := range states {
+		p, ok := parseWaitKey(key)
+		if !ok {
+			continue
+		}
+		if recount {
+			b.countLocked(p.rule, s, +1)
+		}
+		if due := s.Due(specs[p.rule]); !due.IsZero() {
+			dueq.Push(&b.dues, dueAt{due: due, key: key})
 		}
 	}
 	b.mu.Unlock()
 	b.kick()
 }
 
-// load schedules the states the file keeps, and counts them afresh: at
-// start, and when a reload changed the timed rules.
-func (b *waitBook) load(states map[string]timed.State) {
-	b.mu.Lock()
-	b.counts = map[string]*waitCounts{}
-	b.dues = b.dues[:0]
-	for key, s := range states {
-		p, ok := parseWaitKey(key)
-		if !ok {
-			continue
-		}
-		b.countLocked(p.rule, s, +1)
-		if due := s.Due(b.specs[p.rule]); !due.IsZero() {
-			b.dues = append(b.dues, dueAt{due: due, key: key})
-		}
-	}
-	dueq.Init(&b.dues)
-	b.mu.Unlock()
-	b.kick()
+func hasSpec(specs map[string]timed.Spec, rule string) bool {
+	_, ok := specs[rule]
+	return ok
 }
 
 // kick wakes the timer loop to look at the heap again.

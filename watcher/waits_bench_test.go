@@ -35,7 +35,7 @@ func BenchmarkPendingWaits(b *testing.B) {
 		goroutines := runtime.NumGoroutine()
 		before := heapInUse()
 		book := newWaitBook(true)
-		book.setSpecs(map[string]timed.Spec{"stuck": spec})
+		book.reconfigure(map[string]timed.Spec{"stuck": spec}, nil, true)
 		start := time.Now()
 		for i, k := range keys {
 			book.set(k, "stuck", timed.State{}, timed.State{Holding: true, Since: now.Add(time.Duration(i) * time.Millisecond)})
@@ -97,14 +97,13 @@ func BenchmarkPendingWaitsOnDisk(b *testing.B) {
 		fileBytes = float64(st.Size()-empty) / pendingObjects
 		before := heapInUse()
 		book := newWaitBook(false)
-		book.setSpecs(map[string]timed.Spec{"stuck": spec})
 		kept := map[string]timed.State{}
 		if err := store.View(func(tx *state.Tx) error {
 			return tx.ForEachWait(func(key string, s timed.State, _ bool) error { kept[key] = s; return nil })
 		}); err != nil {
 			b.Fatal(err)
 		}
-		book.load(kept)
+		book.reconfigure(map[string]timed.Spec{"stuck": spec}, kept, true)
 		kept = nil
 		perObject = float64(int64(heapInUse())-int64(before)) / pendingObjects
 		if c := book.counted()["stuck"]; c.pending != pendingObjects {

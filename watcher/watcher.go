@@ -119,7 +119,7 @@ func New(file *plan.File, client *dyninformer.Client, disc k8sdiscovery.Discover
 	}
 	w.acts.queues = queues
 	w.pipe.Store(&pipeline{file: file, log: w.log, metrics: w.metrics, queues: queueMap(queues)})
-	if err := w.configureTimers(file); err != nil {
+	if err := w.configureTimers(file, true); err != nil {
 		return nil, fmt.Errorf("state: timed rules' waits: %w", err)
 	}
 	for _, spec := range clustersOf(file) {
