@@ -87,13 +87,14 @@ func TestAudit(t *testing.T) {
 	}
 	want := []string{}
 	for i := 295; i < 300; i++ {
-		want = append(want, fmt.Sprintf("big-gadgets gadgets.tail.example.com %s g%03d n=%d", ns, i, i))
+		want = append(want, fmt.Sprintf("big-gadgets gadgets.tail.example.com %s g%03d Current n=%d", ns, i, i))
 	}
-	want = append(want, "odd-big-gadgets gadgets.tail.example.com "+ns+" g297", "odd-big-gadgets gadgets.tail.example.com "+ns+" g299")
+	// Each match shows its health: a gadget has no conditions, so Current.
+	want = append(want, "odd-big-gadgets gadgets.tail.example.com "+ns+" g297 Current", "odd-big-gadgets gadgets.tail.example.com "+ns+" g299 Current")
 	if strings.Join(ours, "\n") != strings.Join(want, "\n") {
 		t.Errorf("table rows:\n%s\nwant:\n%s\nfull output:\n%s", strings.Join(ours, "\n"), strings.Join(want, "\n"), stdout)
 	}
-	if !strings.HasPrefix(strings.Join(strings.Fields(stdout), " "), "RULE RESOURCE NAMESPACE NAME FIELDS") {
+	if !strings.HasPrefix(strings.Join(strings.Fields(stdout), " "), "RULE RESOURCE NAMESPACE NAME HEALTH FIELDS") {
 		t.Errorf("header: %s", stdout)
 	}
 
