@@ -169,8 +169,8 @@ func TestKeepFiringForSuppressesABriefRecovery(t *testing.T) {
 	if got := firedFor(p.payloads(), "a"); len(got) != 1 {
 		t.Fatalf("a brief recovery fired: %+v", got)
 	}
+	recovered := time.Now() // before the write: dynwatch may see it before the write returns
 	phaseCM(t, d, ns, "a", "Running")
-	recovered := time.Now()
 	got := p.waitFired("a", 2, 20*time.Second)
 	if got[1].Transition != "exit" {
 		t.Fatalf("second payload %+v, want exit", got[1])
