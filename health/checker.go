@@ -243,10 +243,14 @@ func selectChain(e celast.Expr) (string, bool) {
 }
 
 // genericPaths are the paths the generic rules read: the object's kind, its
-// metadata's generation, deletion and creation, and its spec and status
-// whole (each built-in kind reads a few fields of them).
+// metadata's generation, deletion and creation, the few fields of spec the
+// built-in kinds read (kinds.go), and status whole. Not spec whole: a redact
+// path under it (a pod template's env) would make it a digest in the record,
+// which cannot be read back, and an old object rebuilt without its replicas
+// would have another health; and a pod template is most of an object.
 var genericPaths = []string{"apiVersion", "kind", "metadata.creationTimestamp", "metadata.deletionTimestamp",
-	"metadata.generation", "spec", "status"}
+	"metadata.generation", "spec.clusterIP", "spec.completions", "spec.parallelism", "spec.progressDeadlineSeconds",
+	"spec.replicas", "spec.type", "spec.updateStrategy.rollingUpdate.partition", "spec.updateStrategy.type", "status"}
 
 // Paths returns the object paths health reads, sorted: what restart state
 // records of each object for a rule that reads health.*, so that an old
