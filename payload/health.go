@@ -17,23 +17,34 @@ import (
 // then it reads Redacted. nil when the event has no Deriver.
 func (p *Prepared) Health() *event.Health {
 	if !p.healthDone {
-		p.health = redactedHealth(p.Event, p.redacted, p.Object)
+		p.health = redactedHealth(p.Event, false, p.redacted, p.Object)
 		p.healthDone = true
 	}
 	return p.health
 }
 
-// Health is Prepared.Health for an event whose object is shown redacted by r
-// outside a payload (audit's findings).
-func (r *Redactor) Health(ev *event.Event) *event.Health {
-	if !r.touches(ev.Resource, ev.Object) {
-		return ev.HealthOf(false)
+// Health is Prepared.Health for an event whose objects are shown redacted by
+// r outside a payload (audit's findings, test --explain's steps): the
+// health of its object, or with old of its old object.
+func (r *Redactor) Health(ev *event.Event, old bool) *event.Health {
+	obj := ev.Object
+	if old {
+		obj = ev.OldObject
 	}
-	return redactedHealth(ev, true, r.Redact(ev.Resource, ev.Object))
+	if !r.touches(ev.Resource, obj) {
+		return ev.HealthOf(old)
+	}
+	return redactedHealth(ev, old, true, r.Redact(ev.Resource, obj))
 }
 
-func redactedHealth(ev *event.Event, redacted bool, shown []byte) *event.Health {
-	h := ev.HealthOf(false)
+// HealthField reads a path under health. (rest, without the root) from
+// Health's document.
+func (r *Redactor) HealthField(ev *event.Event, old bool, rest string) gjson.Result {
+	return healthField(r.Health(ev, old), rest)
+}
+
+func redactedHealth(ev *event.Event, old, redacted bool, shown []byte) *event.Health {
+	h := ev.HealthOf(old)
 	if h == nil || !redacted || h.Message == "" {
 		return h
 	}
@@ -43,9 +54,8 @@ func redactedHealth(ev *event.Event, redacted bool, shown []byte) *event.Health 
 	return h
 }
 
-// healthField reads a path under health. from Health's document.
-func (p *Prepared) healthField(rest string) gjson.Result {
-	h := p.Health()
+// healthField reads a path under health. from h's document.
+func healthField(h *event.Health, rest string) gjson.Result {
 	if h == nil {
 		return gjson.Result{}
 	}

@@ -87,7 +87,7 @@ func Build(p *Prepared, rule string, fields []Field) *event.Payload {
 				// as Health shows it next to the redacted object.
 				v = ev.Get(false, f.Path)
 				if root == event.HealthRoot {
-					v = p.healthField(rest)
+					v = healthField(p.Health(), rest)
 				}
 			}
 			if v.Exists() {
