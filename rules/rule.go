@@ -340,6 +340,9 @@ func (r *Rule) changedHolds(ev *event.Event, rec *recorder) bool {
 				return true
 			}
 			o, n := gjson.GetBytes(rec.old, p), gjson.GetBytes(rec.obj, p)
+			if root, rest, ok := event.DerivedRoot(p); ok && root == event.HealthRoot {
+				o, n = rec.red.HealthField(rec.ev, true, rest), rec.red.HealthField(rec.ev, false, rest)
+			}
 			diffs = append(diffs, fmt.Sprintf("%s: %s -> %s", p, rawOr(o), rawOr(n)))
 		}
 	}
