@@ -174,23 +174,7 @@ func TestPathsRebuildHealth(t *testing.T) {
 		`{"apiVersion":"v1","kind":"Pod","metadata":{"creationTimestamp":"` + now.UTC().Format(time.RFC3339) + `"},"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]}}`,
 	}
 	for _, o := range objs {
-		root := map[string]any{}
-		for _, p := range Paths(nil) {
-			v := gjson.Get(o, p)
-			if !v.Exists() {
-				continue
-			}
-			keys := strings.Split(p, ".")
-			m := root
-			for _, k := range keys[:len(keys)-1] {
-				if _, ok := m[k].(map[string]any); !ok {
-					m[k] = map[string]any{}
-				}
-				m = m[k].(map[string]any)
-			}
-			m[keys[len(keys)-1]] = json.RawMessage(v.Raw)
-		}
-		rebuilt, _ := json.Marshal(root)
+		rebuilt := rebuild([]byte(o), Paths(nil))
 		kind := gjson.Get(o, "kind").Str
 		group, _, _ := strings.Cut(gjson.Get(o, "apiVersion").Str, "/")
 		if group == "v1" {
@@ -222,5 +206,45 @@ func TestParseStatuses(t *testing.T) {
 		if err != nil || strings.Join(got, ",") != tt.want {
 			t.Errorf("ParseStatuses(%q) = %v, %v, want %s", tt.in, got, err, tt.want)
 		}
+	}
+}
+
+// rebuild is the object holding obj's values at paths alone, as a restart
+// record rebuilds an old object (state.Doc).
+func rebuild(obj []byte, paths []string) []byte {
+	root := map[string]any{}
+	for _, p := range paths {
+		v := gjson.GetBytes(obj, p)
+		if p == "" || !v.Exists() {
+			continue
+		}
+		keys := strings.Split(p, ".")
+		m := root
+		for _, k := range keys[:len(keys)-1] {
+			if _, ok := m[k].(map[string]any); !ok {
+				m[k] = map[string]any{}
+			}
+			m = m[k].(map[string]any)
+		}
+		m[keys[len(keys)-1]] = json.RawMessage(v.Raw)
+	}
+	b, _ := json.Marshal(root)
+	return b
+}
+
+// A kind's CEL that indexes object with constant keys (object["data"]["mode"],
+// as CEL needs for a key that is no identifier) reads the path those keys
+// name: an old object rebuilt from Paths has the health the object had,
+// not "no such key".
+func TestPathsFollowConstantIndex(t *testing.T) {
+	c, ps := New([]config.HealthSpec{{Group: "example.com", Kind: "Widget", CEL: `object["data"]["mode"] == "on" && object["data"]["x-y"] == "z" ? "Current" : "Failed"`}})
+	if len(ps) > 0 {
+		t.Fatal(ps)
+	}
+	res := event.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Kind: "Widget"}
+	obj := []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"data":{"mode":"on","x-y":"z","big":"…"}}`)
+	want, got := c.Health(res, obj), c.Health(res, rebuild(obj, Paths(c)))
+	if want.Status != Current || got != want {
+		t.Errorf("rebuilt from Paths %v: %+v, want %+v (Current)", Paths(c), got, want)
 	}
 }
