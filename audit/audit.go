@@ -99,7 +99,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 					// Audit reports the state of what exists: each finding
 					// says its object's health, whatever its rule reads.
 					if m.Payload.Health == nil {
-						m.Payload.Health = ev.HealthOf(false)
+						m.Payload.Health = o.File.Redactor.Health(ev, false)
 					}
 					if o.Health != nil && (m.Payload.Health == nil || !slices.Contains(o.Health, m.Payload.Health.Status)) {
 						continue

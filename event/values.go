@@ -26,6 +26,12 @@ type Recorded interface {
 // the restart, path by path (query paths included, digests of redacted values
 // against the digest of the new value); a live update compares the objects.
 func (e *Event) Differs(path string) bool {
+	if _, _, derived := DerivedRoot(path); derived {
+		// health.*: the old object's health against the new one's (a
+		// replay's old object is rebuilt from the record, which holds
+		// what health reads: rules.Rule.Paths).
+		return e.Get(true, path).Raw != e.Get(false, path).Raw
+	}
 	cur := gjson.GetBytes(e.Object, path).Raw
 	if e.Recorded != nil {
 		return !e.Recorded.Same(path, cur)

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/ext"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
+	"github.com/dynwatch/dynwatch/fieldpath"
 )
 
 // Checker computes objects' health: a kind's own CEL expression where the
@@ -204,6 +207,10 @@ func objectPaths(e celast.Expr, out map[string]bool) {
 		}
 		objectPaths(e.AsSelect().Operand(), out)
 	case celast.CallKind:
+		if p, ok := selectChain(e); ok {
+			out[p] = true
+			return
+		}
 		call := e.AsCall()
 		if call.IsMemberFunction() {
 			objectPaths(call.Target(), out)
@@ -228,12 +235,27 @@ func objectPaths(e celast.Expr, out map[string]bool) {
 	}
 }
 
-// selectChain reads object.a.b as the path a.b.
+// selectChain reads object.a.b as the path a.b, and an index by a constant
+// key or position as a select (object["a"]["b-c"], object.a.list[0]), as
+// CEL needs for a key that is no identifier.
 func selectChain(e celast.Expr) (string, bool) {
 	var keys []string
-	for e.Kind() == celast.SelectKind {
-		keys = append(keys, e.AsSelect().FieldName())
-		e = e.AsSelect().Operand()
+chain:
+	for {
+		switch e.Kind() {
+		case celast.SelectKind:
+			keys = append(keys, e.AsSelect().FieldName())
+			e = e.AsSelect().Operand()
+		case celast.CallKind:
+			k, operand, ok := constIndex(e)
+			if !ok {
+				break chain
+			}
+			keys = append(keys, k)
+			e = operand
+		default:
+			break chain
+		}
 	}
 	if e.Kind() != celast.IdentKind || e.AsIdent() != "object" || len(keys) == 0 {
 		return "", false
@@ -242,11 +264,40 @@ func selectChain(e celast.Expr) (string, bool) {
 	return strings.Join(keys, "."), true
 }
 
+// constIndex reads operand[key] whose key is a constant: a string that is a
+// plain path key (no dot, no gjson syntax), or a position; ok is false for
+// any other call.
+func constIndex(e celast.Expr) (key string, operand celast.Expr, ok bool) {
+	call := e.AsCall()
+	if call.FunctionName() != operators.Index || len(call.Args()) != 2 || call.Args()[1].Kind() != celast.LiteralKind {
+		return "", nil, false
+	}
+	switch v := call.Args()[1].AsLiteral().Value().(type) {
+	case string:
+		if keys, plain := fieldpath.Split(v); !plain || len(keys) != 1 || keys[0] != v {
+			return "", nil, false
+		}
+		key = v
+	case int64:
+		if v < 0 {
+			return "", nil, false
+		}
+		key = strconv.FormatInt(v, 10)
+	default:
+		return "", nil, false
+	}
+	return key, call.Args()[0], true
+}
+
 // genericPaths are the paths the generic rules read: the object's kind, its
-// metadata's generation, deletion and creation, and its spec and status
-// whole (each built-in kind reads a few fields of them).
+// metadata's generation, deletion and creation, the few fields of spec the
+// built-in kinds read (kinds.go), and status whole. Not spec whole: a redact
+// path under it (a pod template's env) would make it a digest in the record,
+// which cannot be read back, and an old object rebuilt without its replicas
+// would have another health; and a pod template is most of an object.
 var genericPaths = []string{"apiVersion", "kind", "metadata.creationTimestamp", "metadata.deletionTimestamp",
-	"metadata.generation", "spec", "status"}
+	"metadata.generation", "spec.clusterIP", "spec.completions", "spec.parallelism", "spec.progressDeadlineSeconds",
+	"spec.replicas", "spec.type", "spec.updateStrategy.rollingUpdate.partition", "spec.updateStrategy.type", "status"}
 
 // Paths returns the object paths health reads, sorted: what restart state
 // records of each object for a rule that reads health.*, so that an old

@@ -1,9 +1,12 @@
 package health
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/dynwatch/dynwatch/config"
 	"github.com/dynwatch/dynwatch/event"
@@ -149,8 +152,38 @@ func TestNewProblems(t *testing.T) {
 func TestPaths(t *testing.T) {
 	c, _ := New([]config.HealthSpec{{Kind: "A", CEL: `object.data.mode == "on" ? "Current" : "Failed"`}})
 	got := strings.Join(Paths(c), ",")
-	if want := "apiVersion,data.mode,kind,metadata.creationTimestamp,metadata.deletionTimestamp,metadata.generation,spec,status"; got != want {
+	if want := "apiVersion,data.mode,kind,metadata.creationTimestamp,metadata.deletionTimestamp,metadata.generation," +
+		"spec.clusterIP,spec.completions,spec.parallelism,spec.progressDeadlineSeconds,spec.replicas,spec.type," +
+		"spec.updateStrategy.rollingUpdate.partition,spec.updateStrategy.type,status"; got != want {
 		t.Errorf("Paths = %s, want %s", got, want)
+	}
+}
+
+// An object rebuilt from its values at Paths (as a restart record rebuilds
+// an old object) has the health the object has: each spec field a built-in
+// kind reads is among them.
+func TestPathsRebuildHealth(t *testing.T) {
+	now := time.Now()
+	objs := []string{
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generation":1},"spec":{"replicas":3,"progressDeadlineSeconds":60,"template":{}},"status":{"observedGeneration":1,"replicas":3,"updatedReplicas":3,"readyReplicas":3,"availableReplicas":3,"conditions":[{"type":"Available","status":"True"},{"type":"Progressing","status":"True","reason":"NewReplicaSetAvailable"}]}}`,
+		`{"apiVersion":"apps/v1","kind":"ReplicaSet","spec":{"replicas":2},"status":{"replicas":2,"readyReplicas":2,"availableReplicas":2,"fullyLabeledReplicas":2}}`,
+		`{"apiVersion":"apps/v1","kind":"StatefulSet","spec":{"replicas":3,"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":2}}},"status":{"replicas":3,"readyReplicas":3,"updatedReplicas":1}}`,
+		`{"apiVersion":"apps/v1","kind":"StatefulSet","spec":{"replicas":3,"updateStrategy":{"type":"OnDelete"}},"status":{"replicas":0}}`,
+		`{"apiVersion":"v1","kind":"Service","spec":{"type":"LoadBalancer","clusterIP":"10.0.0.1"}}`,
+		`{"apiVersion":"batch/v1","kind":"Job","spec":{"parallelism":2,"completions":4},"status":{"succeeded":4,"conditions":[{"type":"Complete","status":"True"}]}}`,
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"creationTimestamp":"` + now.UTC().Format(time.RFC3339) + `"},"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]}}`,
+	}
+	for _, o := range objs {
+		rebuilt := rebuild([]byte(o), Paths(nil))
+		kind := gjson.Get(o, "kind").Str
+		group, _, _ := strings.Cut(gjson.Get(o, "apiVersion").Str, "/")
+		if group == "v1" {
+			group = ""
+		}
+		want, got := Generic(group, kind, []byte(o), now), Generic(group, kind, rebuilt, now)
+		if got != want {
+			t.Errorf("%s rebuilt from Paths: %+v, want %+v (rebuilt %s)", kind, got, want, rebuilt)
+		}
 	}
 }
 
@@ -173,5 +206,45 @@ func TestParseStatuses(t *testing.T) {
 		if err != nil || strings.Join(got, ",") != tt.want {
 			t.Errorf("ParseStatuses(%q) = %v, %v, want %s", tt.in, got, err, tt.want)
 		}
+	}
+}
+
+// rebuild is the object holding obj's values at paths alone, as a restart
+// record rebuilds an old object (state.Doc).
+func rebuild(obj []byte, paths []string) []byte {
+	root := map[string]any{}
+	for _, p := range paths {
+		v := gjson.GetBytes(obj, p)
+		if p == "" || !v.Exists() {
+			continue
+		}
+		keys := strings.Split(p, ".")
+		m := root
+		for _, k := range keys[:len(keys)-1] {
+			if _, ok := m[k].(map[string]any); !ok {
+				m[k] = map[string]any{}
+			}
+			m = m[k].(map[string]any)
+		}
+		m[keys[len(keys)-1]] = json.RawMessage(v.Raw)
+	}
+	b, _ := json.Marshal(root)
+	return b
+}
+
+// A kind's CEL that indexes object with constant keys (object["data"]["mode"],
+// as CEL needs for a key that is no identifier) reads the path those keys
+// name: an old object rebuilt from Paths has the health the object had,
+// not "no such key".
+func TestPathsFollowConstantIndex(t *testing.T) {
+	c, ps := New([]config.HealthSpec{{Group: "example.com", Kind: "Widget", CEL: `object["data"]["mode"] == "on" && object["data"]["x-y"] == "z" ? "Current" : "Failed"`}})
+	if len(ps) > 0 {
+		t.Fatal(ps)
+	}
+	res := event.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Kind: "Widget"}
+	obj := []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"data":{"mode":"on","x-y":"z","big":"…"}}`)
+	want, got := c.Health(res, obj), c.Health(res, rebuild(obj, Paths(c)))
+	if want.Status != Current || got != want {
+		t.Errorf("rebuilt from Paths %v: %+v, want %+v (Current)", Paths(c), got, want)
 	}
 }

@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -25,13 +26,15 @@ func (o object) integer(path string, def int64) int64 {
 }
 
 // exactInt reads an integer at path; ok is false when it is missing or is no
-// whole JSON number.
+// whole JSON number within int64 (the API machinery decodes one past its
+// range as a float, as it does one with a fraction or an exponent).
 func (o object) exactInt(path string) (int64, bool) {
 	r := o.get(path)
 	if r.Type != gjson.Number || strings.ContainsAny(r.Raw, ".eE") {
 		return 0, false
 	}
-	return r.Int(), true
+	n, err := strconv.ParseInt(r.Raw, 10, 64)
+	return n, err == nil
 }
 
 // str reads a string at path, or def when it is missing or not a string.

@@ -21,6 +21,12 @@ type Prepared struct {
 	Object    []byte
 	OldObject []byte
 	Changed   []string
+
+	// redacted says Object is the event's object with values blanked; see
+	// Health, which caches the health a payload shows in health.
+	redacted   bool
+	health     *event.Health
+	healthDone bool
 }
 
 // Prepare redacts the event's objects with red and, for updates, computes the
@@ -30,6 +36,7 @@ func Prepare(red *Redactor, ev *event.Event) *Prepared {
 		Event:     ev,
 		Object:    red.Redact(ev.Resource, ev.Object),
 		OldObject: red.Redact(ev.Resource, ev.OldObject),
+		redacted:  red.touches(ev.Resource, ev.Object),
 	}
 	switch {
 	case ev.Type != event.Update:
@@ -75,8 +82,13 @@ func Build(p *Prepared, rule string, fields []Field) *event.Payload {
 		pl.Fields = make(map[string]json.RawMessage, len(fields))
 		for _, f := range fields {
 			v := gjson.GetBytes(p.Object, f.Path)
-			if _, _, derived := event.DerivedRoot(f.Path); derived {
-				v = ev.Get(false, f.Path) // health.*, actor.*: derived, not in the object
+			if root, rest, derived := event.DerivedRoot(f.Path); derived {
+				// health.*, actor.*: derived, not in the object; health
+				// as Health shows it next to the redacted object.
+				v = ev.Get(false, f.Path)
+				if root == event.HealthRoot {
+					v = healthField(p.Health(), rest)
+				}
 			}
 			if v.Exists() {
 				pl.Fields[f.Name] = json.RawMessage(v.Raw)

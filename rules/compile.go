@@ -94,6 +94,8 @@ func compileRule(f *config.File, p string, rs *config.RuleSpec) (*Rule, config.P
 	for j, cp := range rs.Changed {
 		if err := fieldpath.Check(cp); err != nil {
 			errf(fmt.Sprintf("%s.changed[%d]", join(p, ""), j), "%v", err)
+		} else if root, _, ok := event.DerivedRoot(cp); ok && root == event.ActorRoot {
+			errf(fmt.Sprintf("%s.changed[%d]", join(p, ""), j), "%s is who made the update, not a value of the object: there is no old one to compare (use it in when)", cp)
 		}
 	}
 	r.forWait, r.keepFiringFor = duration(rs.For), duration(rs.KeepFiringFor)

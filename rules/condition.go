@@ -309,8 +309,12 @@ func (c *condition) explain(i int, rec *recorder) (check, found string) {
 		if c.testAt != nil {
 			found = c.explainAge(found, v, rec.now)
 		}
-	} else if _, _, derived := event.DerivedRoot(c.spec.Path); derived {
-		if v := rec.ev.Get(c.old, c.spec.Path); v.Exists() {
+	} else if root, rest, derived := event.DerivedRoot(c.spec.Path); derived {
+		v := rec.ev.Get(c.old, c.spec.Path)
+		if root == event.HealthRoot {
+			v = rec.red.HealthField(rec.ev, c.old, rest)
+		}
+		if v.Exists() {
 			found = v.Raw
 		}
 	}

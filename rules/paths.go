@@ -68,7 +68,7 @@ func (r *Rule) Payload(p *payload.Prepared, transition string) *event.Payload {
 	pl := payload.Build(p, r.Name, r.fields)
 	pl.Transition = transition
 	if r.readsHealth {
-		pl.Health = p.Event.HealthOf(false)
+		pl.Health = p.Health()
 	}
 	return pl
 }

@@ -108,7 +108,7 @@ func (r *Rule) Explain(ev *event.Event, added Added, red *payload.Redactor) (Ver
 }
 
 func (r *Rule) explain(ev *event.Event, added Added, red *payload.Redactor, now time.Time) (Verdict, []Step) {
-	rec := &recorder{obj: red.Redact(ev.Resource, ev.Object), old: red.Redact(ev.Resource, ev.OldObject), now: now, ev: ev}
+	rec := &recorder{obj: red.Redact(ev.Resource, ev.Object), old: red.Redact(ev.Resource, ev.OldObject), now: now, ev: ev, red: red}
 	v := r.decide(ev, added, rec, now)
 	return v, rec.steps
 }
@@ -119,8 +119,10 @@ type recorder struct {
 	obj, old []byte
 	// now is the evaluation's, shown by the checks of time.
 	now time.Time
-	// ev shows what is derived of the objects (health.*), not in them.
-	ev *event.Event
+	// ev shows what is derived of the objects (health.*), not in them;
+	// health as red shows it next to the objects redacted.
+	ev  *event.Event
+	red *payload.Redactor
 }
 
 // Holds reports whether the event's object is in the rule's namespaces, matches
@@ -338,6 +340,9 @@ func (r *Rule) changedHolds(ev *event.Event, rec *recorder) bool {
 				return true
 			}
 			o, n := gjson.GetBytes(rec.old, p), gjson.GetBytes(rec.obj, p)
+			if root, rest, ok := event.DerivedRoot(p); ok && root == event.HealthRoot {
+				o, n = rec.red.HealthField(rec.ev, true, rest), rec.red.HealthField(rec.ev, false, rest)
+			}
 			diffs = append(diffs, fmt.Sprintf("%s: %s -> %s", p, rawOr(o), rawOr(n)))
 		}
 	}

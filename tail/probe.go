@@ -40,6 +40,9 @@ type probeCheck struct {
 func newProbe(where []config.ConditionSpec, columns []Column, name string) *probe {
 	p := &probe{name: name}
 	for _, c := range columns {
+		if isActorPath(c.Path) {
+			continue
+		}
 		p.checks = append(p.checks, &probeCheck{spec: config.ConditionSpec{Path: c.Path}, column: c.Name})
 	}
 	for _, cs := range where {
@@ -56,12 +59,19 @@ func newProbe(where []config.ConditionSpec, columns []Column, name string) *prob
 				continue // tail's own rule has reported it
 			}
 			c.cel = r
-		case cs.Op == "notExists" || cs.Path == "":
+		case cs.Op == "notExists" || cs.Path == "" || isActorPath(cs.Path):
 			continue
 		}
 		p.checks = append(p.checks, c)
 	}
 	return p
+}
+
+// isActorPath reports whether path reads the change's actor, which no
+// object of the initial list (an add) has, yet every update and delete may.
+func isActorPath(path string) bool {
+	root, _, ok := event.DerivedRoot(path)
+	return ok && root == event.ActorRoot
 }
 
 // observe counts an event of the initial list.
