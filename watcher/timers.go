@@ -214,8 +214,9 @@ func (w *Watcher) managerOf(cluster string) *dyninformer.Manager {
 	return nil
 }
 
-// waitState reads the state of a wait: from the file with state.path, else
-// from the book.
+// waitState reads the state of a wait: from the file with state.path (and
+// its recheck, which the file does not keep, from the book), else from the
+// book.
 func (w *Watcher) waitState(key string) (timed.State, error) {
 	if w.durable == nil {
 		return w.waits.state(key), nil
@@ -226,7 +227,7 @@ func (w *Watcher) waitState(key string) (timed.State, error) {
 		s, _, err = tx.Wait(key)
 		return err
 	})
-	return s, err
+	return w.waits.withRecheck(key, s), err
 }
 
 // forgetWait drops a wait whose rule or object is gone.

@@ -58,7 +58,12 @@ type waitBook struct {
 	mu sync.Mutex
 	// states holds the states without state.path; nil with it.
 	states map[string]timed.State
-	dues   dueHeap
+	// rechecks holds, with state.path, when a time condition's answer
+	// changes next for each key that has one: the file does not keep it
+	// (kept), and the timer must know it to tell a recheck that fell due
+	// from one the state moved past.
+	rechecks map[string]time.Time
+	dues     dueHeap
 	// counts are, per rule, its objects pending (waiting for `for`) and
 	// entered (fired enter, not yet exit).
 	counts map[string]*waitCounts
@@ -73,6 +78,8 @@ func newWaitBook(inMemory bool) *waitBook {
 	b := &waitBook{counts: map[string]*waitCounts{}, specs: map[string]timed.Spec{}, wake: make(chan struct{}, 1)}
 	if inMemory {
 		b.states = map[string]timed.State{}
+	} else {
+		b.rechecks = map[string]time.Time{}
 	}
 	return b
 }
@@ -96,7 +103,9 @@ func (b *waitBook) setSpecs(specs map[string]timed.Spec) {
 }
 
 // load schedules the states the file keeps, and counts them afresh: at
-// start, and when a reload changed the timed rules.
+// start, and when a reload changed the timed rules. The rechecks the book
+// holds are scheduled again with them (those of rules no longer timed
+// forgotten).
 func (b *waitBook) load(states map[string]timed.State) {
 	b.mu.Lock()
 	b.counts = map[string]*waitCounts{}
@@ -107,8 +116,21 @@ func (b *waitBook) load(states map[string]timed.State) {
 			continue
 		}
 		b.countLocked(p.rule, s, +1)
+		if b.rechecks != nil {
+			s.Recheck = b.rechecks[key]
+		}
 		if due := s.Due(b.specs[p.rule]); !due.IsZero() {
 			b.dues = append(b.dues, dueAt{due: due, key: key})
+		}
+	}
+	for key, at := range b.rechecks {
+		p, ok := parseWaitKey(key)
+		if _, timedRule := b.specs[p.rule]; !ok || !timedRule {
+			delete(b.rechecks, key)
+			continue
+		}
+		if _, inFile := states[key]; !inFile {
+			b.dues = append(b.dues, dueAt{due: at, key: key})
 		}
 	}
 	dueq.Init(&b.dues)
@@ -140,6 +162,13 @@ func (b *waitBook) set(key, rule string, prev, next timed.State) {
 			delete(b.states, key)
 		} else {
 			b.states[key] = next
+		}
+	}
+	if b.rechecks != nil {
+		if next.Recheck.IsZero() {
+			delete(b.rechecks, key)
+		} else {
+			b.rechecks[key] = next.Recheck
 		}
 	}
 	b.countLocked(rule, prev, -1)
@@ -280,7 +309,7 @@ func (t *txWaits) SetWait(ev *event.Event, rule string, prev, next timed.State) 
 // kept is what the file keeps of a state: not when a clock condition's
 // answer changes next, which the object says again at each evaluation (the
 // start's list included), so that a recheck that changes nothing writes
-// nothing.
+// nothing. The book holds it meanwhile (rechecks).
 func kept(s timed.State) timed.State {
 	s.Recheck = time.Time{}
 	return s
@@ -303,6 +332,17 @@ func (b *waitBook) retry(d dueAt, wait time.Duration) {
 	b.mu.Lock()
 	dueq.Push(&b.dues, dueAt{due: now.Add(wait), key: d.key, missed: d.missed})
 	b.mu.Unlock()
+}
+
+// withRecheck is s, read from the file, with the recheck the book holds for
+// key (with state.path).
+func (b *waitBook) withRecheck(key string, s timed.State) timed.State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rechecks != nil {
+		s.Recheck = b.rechecks[key]
+	}
+	return s
 }
 
 // spec returns the named timed rule's spec; ok is false when the config has
