@@ -43,22 +43,45 @@ func timedSpecs(file *plan.File) map[string]timed.Spec {
 	return out
 }
 
-// configureTimers takes the timed rules of file: with state.path, the waits
-// of rules it has no timed rule for are forgotten, and those kept are
-// scheduled again by their rules' new specs.
+// waitScope says which waits a config keeps: those of its timed rules, on
+// objects of its clusters and of the rule's namespaces. A wait outside it
+// is of an object no watch of its rule sees any more, whose delete would not
+// step it: kept, an entered one would stay for ever, and pass to an object
+// re-created under the name once the rule watches it again.
+func waitScope(file *plan.File) func(key string) bool {
+	timedRules := map[string]*rules.Rule{}
+	for _, r := range file.Rules {
+		if r.Timed() {
+			timedRules[r.Name] = r
+		}
+	}
+	clusters := map[string]bool{}
+	for _, c := range clustersOf(file) {
+		clusters[c.Name] = true
+	}
+	return func(key string) bool {
+		p, ok := parseWaitKey(key)
+		r := timedRules[p.rule]
+		return ok && r != nil && clusters[p.cluster] && r.InNamespace(p.namespace)
+	}
+}
+
+// configureTimers takes the timed rules of file: the waits outside its
+// scope (waitScope) are forgotten, and those kept are scheduled again by
+// their rules' new specs.
 func (w *Watcher) configureTimers(file *plan.File) error {
 	specs := timedSpecs(file)
+	inScope := waitScope(file)
 	w.waits.setSpecs(specs)
 	if w.durable == nil {
-		w.forgetMemWaits(specs)
+		w.forgetMemWaits(inScope)
 		return nil
 	}
 	kept := map[string]timed.State{}
 	err := w.durable.store.Update(func(tx *state.Tx) error {
 		var gone []string
 		err := tx.ForEachWait(func(key string, s timed.State, ok bool) error {
-			p, parsed := parseWaitKey(key)
-			if _, timedRule := specs[p.rule]; !ok || !parsed || !timedRule {
+			if !ok || !inScope(key) {
 				gone = append(gone, key)
 				return nil
 			}
@@ -79,17 +102,15 @@ func (w *Watcher) configureTimers(file *plan.File) error {
 	return nil
 }
 
-// forgetMemWaits drops, without state.path, the waits of rules no longer
-// timed, and counts the rest afresh.
-func (w *Watcher) forgetMemWaits(specs map[string]timed.Spec) {
+// forgetMemWaits drops, without state.path, the waits outside the config's
+// scope, and counts the rest afresh.
+func (w *Watcher) forgetMemWaits(inScope func(key string) bool) {
 	b := w.waits
 	b.mu.Lock()
 	kept := make(map[string]timed.State, len(b.states))
 	for key, s := range b.states {
-		if p, ok := parseWaitKey(key); ok {
-			if _, timedRule := specs[p.rule]; timedRule {
-				kept[key] = s
-			}
+		if inScope(key) {
+			kept[key] = s
 		}
 	}
 	b.states = map[string]timed.State{}
