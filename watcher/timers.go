@@ -103,22 +103,19 @@ func (w *Watcher) configureTimers(file *plan.File) error {
 }
 
 // forgetMemWaits drops, without state.path, the waits outside the config's
-// scope, and counts the rest afresh.
+// scope, and counts the rest afresh: under one hold of the book's lock, so
+// that an event handled meanwhile finds each kept state where it was.
 func (w *Watcher) forgetMemWaits(inScope func(key string) bool) {
 	b := w.waits
 	b.mu.Lock()
-	kept := make(map[string]timed.State, len(b.states))
-	for key, s := range b.states {
-		if inScope(key) {
-			kept[key] = s
+	for key := range b.states {
+		if !inScope(key) {
+			delete(b.states, key)
 		}
 	}
-	b.states = map[string]timed.State{}
+	b.loadLocked(b.states)
 	b.mu.Unlock()
-	b.load(kept)
-	b.mu.Lock()
-	b.states = kept
-	b.mu.Unlock()
+	b.kick()
 }
 
 // runTimers wakes at each wait's due time, until ctx is done: one goroutine

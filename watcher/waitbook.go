@@ -108,6 +108,12 @@ func (b *waitBook) setSpecs(specs map[string]timed.Spec) {
 // forgotten).
 func (b *waitBook) load(states map[string]timed.State) {
 	b.mu.Lock()
+	b.loadLocked(states)
+	b.mu.Unlock()
+	b.kick()
+}
+
+func (b *waitBook) loadLocked(states map[string]timed.State) {
 	b.counts = map[string]*waitCounts{}
 	b.dues = b.dues[:0]
 	for key, s := range states {
@@ -134,8 +140,6 @@ func (b *waitBook) load(states map[string]timed.State) {
 		}
 	}
 	dueq.Init(&b.dues)
-	b.mu.Unlock()
-	b.kick()
 }
 
 // kick wakes the timer loop to look at the heap again.
