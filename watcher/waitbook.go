@@ -75,7 +75,7 @@ type waitBook struct {
 type waitCounts struct{ pending, firing int }
 
 func newWaitBook(inMemory bool) *waitBook {
-	b := &waitBook{counts: map[string]*waitCounts{}, specs: map[string]timed.Spec{}, wake: make(chan struct{}, 1)}
+	b := &waitBook{counts: map[string]*waitCounts{}, specs: map[string]timed.Spec{}, wake: make(chan struct{}, 1), dues: dueHeap{at: map[string]*placed{}}}
 	if inMemory {
 		b.states = map[string]timed.State{}
 	} else {
@@ -94,7 +94,7 @@ func (b *waitBook) setSpecs(specs map[string]timed.Spec) {
 	for key, s := range b.states {
 		if p, ok := parseWaitKey(key); ok {
 			if due := s.Due(specs[p.rule]); !due.IsZero() {
-				dueq.Push(&b.dues, dueAt{due: due, key: key})
+				b.dues.schedule(dueAt{due: due, key: key})
 			}
 		}
 	}
@@ -115,7 +115,7 @@ func (b *waitBook) load(states map[string]timed.State) {
 
 func (b *waitBook) loadLocked(states map[string]timed.State) {
 	b.counts = map[string]*waitCounts{}
-	b.dues = b.dues[:0]
+	b.dues = dueHeap{at: map[string]*placed{}}
 	for key, s := range states {
 		p, ok := parseWaitKey(key)
 		if !ok {
@@ -126,7 +126,7 @@ func (b *waitBook) loadLocked(states map[string]timed.State) {
 			s.Recheck = b.rechecks[key]
 		}
 		if due := s.Due(b.specs[p.rule]); !due.IsZero() {
-			b.dues = append(b.dues, dueAt{due: due, key: key})
+			b.dues.add(dueAt{due: due, key: key})
 		}
 	}
 	for key, at := range b.rechecks {
@@ -136,7 +136,7 @@ func (b *waitBook) loadLocked(states map[string]timed.State) {
 			continue
 		}
 		if _, inFile := states[key]; !inFile {
-			b.dues = append(b.dues, dueAt{due: at, key: key})
+			b.dues.add(dueAt{due: at, key: key})
 		}
 	}
 	dueq.Init(&b.dues)
@@ -178,9 +178,11 @@ func (b *waitBook) set(key, rule string, prev, next timed.State) {
 	b.countLocked(rule, prev, -1)
 	b.countLocked(rule, next, +1)
 	due := next.Due(b.specs[rule])
-	first := !due.IsZero() && (len(b.dues) == 0 || due.Before(b.dues[0].due))
-	if !due.IsZero() {
-		dueq.Push(&b.dues, dueAt{due: due, key: key})
+	first := !due.IsZero() && (b.dues.Len() == 0 || due.Before(b.dues.items[0].due))
+	if due.IsZero() {
+		b.dues.unschedule(key)
+	} else {
+		b.dues.schedule(dueAt{due: due, key: key})
 	}
 	b.mu.Unlock()
 	if first {
@@ -209,20 +211,20 @@ func (b *waitBook) countLocked(rule string, s timed.State, d int) {
 func (b *waitBook) next() (time.Time, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.dues) == 0 {
+	if b.dues.Len() == 0 {
 		return time.Time{}, false
 	}
-	return b.dues[0].due, true
+	return b.dues.items[0].due, true
 }
 
 // popDue takes out the keys due at now, each with its due time. A key may
-// come out more than once (a state scheduled again), or when it is no
-// longer due: the caller checks its state then.
+// come out when it is no longer due (its state stepped by a commit the book
+// has not heard of yet): the caller checks its state then.
 func (b *waitBook) popDue(now time.Time) []dueAt {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []dueAt
-	for len(b.dues) > 0 && !b.dues[0].due.After(now) {
+	for b.dues.Len() > 0 && !b.dues.items[0].due.After(now) {
 		out = append(out, dueq.Pop(&b.dues).(dueAt))
 	}
 	return out
@@ -247,19 +249,63 @@ type dueAt struct {
 	missed time.Time
 }
 
-// dueHeap orders wakes by time (container/heap).
-type dueHeap []dueAt
-
-func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
-func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueAt)) }
-func (h *dueHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// dueHeap orders wakes by time (container/heap), one per key: a state
+// scheduled again moves its key's wake rather than adding one, so that an
+// object that flaps under a long wait holds one wake, not one per flap
+// until each old one falls due. at finds a key's wake; each wake knows its
+// place in items, so that a swap does not touch the map.
+type dueHeap struct {
+	items []*placed
+	at    map[string]*placed
 }
+
+type placed struct {
+	dueAt
+	i int
+}
+
+func (h *dueHeap) Len() int           { return len(h.items) }
+func (h *dueHeap) Less(i, j int) bool { return h.items[i].due.Before(h.items[j].due) }
+func (h *dueHeap) Swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.items[i].i, h.items[j].i = i, j
+}
+
+func (h *dueHeap) Push(x any) {
+	p := &placed{dueAt: x.(dueAt), i: len(h.items)}
+	h.at[p.key] = p
+	h.items = append(h.items, p)
+}
+
+func (h *dueHeap) Pop() any {
+	last := len(h.items) - 1
+	p := h.items[last]
+	h.items[last] = nil
+	h.items = h.items[:last]
+	delete(h.at, p.key)
+	return p.dueAt
+}
+
+// schedule sets d's key to wake at d.due.
+func (h *dueHeap) schedule(d dueAt) {
+	if p, ok := h.at[d.key]; ok {
+		p.dueAt = d
+		dueq.Fix(h, p.i)
+		return
+	}
+	dueq.Push(h, d)
+}
+
+// unschedule takes key's wake out, if it has one.
+func (h *dueHeap) unschedule(key string) {
+	if p, ok := h.at[key]; ok {
+		dueq.Remove(h, p.i)
+	}
+}
+
+// add puts d in while the heap is built (load, before dueq.Init); each key
+// comes once.
+func (h *dueHeap) add(d dueAt) { h.Push(d) }
 
 // memWaits is rules.Waits without state.path: the book holds the states.
 type memWaits struct{ b *waitBook }
@@ -334,7 +380,7 @@ func (b *waitBook) retry(d dueAt, wait time.Duration) {
 		d.missed = now
 	}
 	b.mu.Lock()
-	dueq.Push(&b.dues, dueAt{due: now.Add(wait), key: d.key, missed: d.missed})
+	b.dues.schedule(dueAt{due: now.Add(wait), key: d.key, missed: d.missed})
 	b.mu.Unlock()
 }
 

@@ -27,7 +27,7 @@ func TestFlappingObjectKeepsOneDueTime(t *testing.T) {
 	}
 	book.set(key, "stuck", prev, timed.State{Holding: true, Since: now.Add(time.Hour)})
 	book.mu.Lock()
-	n := len(book.dues)
+	n := book.dues.Len()
 	book.mu.Unlock()
 	if n > 1 {
 		t.Errorf("%d due times kept for one object, want 1", n)
