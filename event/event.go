@@ -150,12 +150,14 @@ type Event struct {
 
 // ID is the event's id: stable across restarts and replicas, so receivers can
 // drop duplicates. It is <uid>:<resourceVersion>:<type>, and for a timer's
-// event <uid>:<resourceVersion>:timer@<Due in Unix seconds>: one id per wait
-// that fell due, the same however often it is evaluated again (a restart
-// before it was delivered, another replica).
+// event <uid>:<resourceVersion>:timer@<Due in Unix nanoseconds>: one id per
+// wait that fell due, the same however often it is evaluated again (a
+// restart before it was delivered, another replica). Not seconds: two
+// timers of one rule on one object may fall due within a second with no
+// event between them (an enter, then an exit), and must not share a key.
 func (e *Event) ID() string {
 	if e.Timed != nil {
-		return e.UID + ":" + e.ResourceVersion + ":timer@" + strconv.FormatInt(e.Timed.Due.Unix(), 10)
+		return e.UID + ":" + e.ResourceVersion + ":timer@" + strconv.FormatInt(e.Timed.Due.UnixNano(), 10)
 	}
 	return e.UID + ":" + e.ResourceVersion + ":" + string(e.Type)
 }

@@ -16,7 +16,7 @@ func TestID(t *testing.T) {
 	}
 	due := time.Date(2026, 12, 7, 20, 0, 0, 500_000_000, time.UTC)
 	ev.Timed = &Timed{Rule: "r", Due: due}
-	if got, want := ev.ID(), "u1:7:timer@1796673600"; got != want {
+	if got, want := ev.ID(), "u1:7:timer@1796673600500000000"; got != want {
 		t.Errorf("timer's ID %q, want %q", got, want)
 	}
 	later := New(Add, ev.Resource, obj, nil, time.Now().Add(time.Hour))

@@ -101,6 +101,7 @@ func compileRule(f *config.File, p string, rs *config.RuleSpec) (*Rule, config.P
 	r.forWait, r.keepFiringFor = duration(rs.For), duration(rs.KeepFiringFor)
 	c, readsTime := r.readsTime()
 	r.timed = readsTime || r.forWait > 0 || r.keepFiringFor > 0
+	r.rolling = r.readsCELTime()
 	// With for or keepFiringFor, config has said that changed cannot be.
 	if readsTime && len(rs.Changed) > 0 && r.forWait == 0 && r.keepFiringFor == 0 {
 		errf(join(p, "changed"), "changed cannot be combined with a condition that reads time (%s): its answer changes with no update, so there is no change to compare", c.name())

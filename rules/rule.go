@@ -51,8 +51,8 @@ type Rule struct {
 	fields  []payload.Field
 	// forWait and keepFiringFor are the rule's waits (timed.Spec).
 	forWait, keepFiringFor time.Duration
-	// timed: see Timed.
-	timed bool
+	// timed: see Timed; rolling: a CEL condition calls now() (timed.Spec).
+	timed, rolling bool
 	// readsHealth: see ReadsHealth, computed once.
 	readsHealth bool
 	// healthPaths are what health reads (SetHealthPaths); nil: the generic

@@ -39,7 +39,7 @@ func (r *Rule) readsTime() (*condition, bool) {
 
 // TimedSpec is what timed.Step needs of the rule.
 func (r *Rule) TimedSpec() timed.Spec {
-	return timed.Spec{Fire: r.Fire, For: r.forWait, KeepFiringFor: r.keepFiringFor}
+	return timed.Spec{Fire: r.Fire, For: r.forWait, KeepFiringFor: r.keepFiringFor, Rolling: r.rolling}
 }
 
 // HoldsAt is Holds with time conditions evaluated at now, and recheck, when
@@ -95,4 +95,15 @@ func timedPayload(pl *event.Payload, v Verdict, ev *event.Event) {
 		pl.Due = ev.Timed.Due.UTC().Format(event.TimeFormat)
 		pl.Late = ev.Timed.Late
 	}
+}
+
+// readsCELTime reports whether a CEL condition of the rule calls now(): its
+// next change cannot be known, only asked again.
+func (r *Rule) readsCELTime() bool {
+	for _, c := range r.conds {
+		if c.cel != nil && c.cel.readsTime {
+			return true
+		}
+	}
+	return false
 }

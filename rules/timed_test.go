@@ -117,7 +117,7 @@ func TestForFiresOnceAfterTheWait(t *testing.T) {
 	if pl.Since != "2026-12-07T20:04:00.000Z" || pl.Due != "2026-12-07T20:09:00.000Z" || pl.Late || pl.Transition != "enter" {
 		t.Errorf("payload since %q, due %q, late %v, transition %q", pl.Since, pl.Due, pl.Late, pl.Transition)
 	}
-	if !strings.HasSuffix(pl.ID, ":timer@"+fmt.Sprint(due.Unix())) {
+	if !strings.HasSuffix(pl.ID, ":timer@"+fmt.Sprint(due.UnixNano())) {
 		t.Errorf("a timer's payload id %q", pl.ID)
 	}
 	c.want("update after enter", c.change(event.Update, 10*time.Minute, "yes"), "")

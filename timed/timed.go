@@ -30,6 +30,11 @@ type Spec struct {
 	Fire string
 	// For and KeepFiringFor are the rule's waits.
 	For, KeepFiringFor time.Duration
+	// Rolling: a condition's next change cannot be known (CEL's now()), so
+	// Recheck is only when to ask again; otherwise Recheck is the exact time
+	// a time condition's answer changes (olderThan, newerThan), which a
+	// state file keeps, and, once past, when the conditions started to hold.
+	Rolling bool
 }
 
 // State is what is kept of one object under one timed rule. The zero State
@@ -131,7 +136,13 @@ func Step(sp Spec, prev State, in Input) (State, Fire) {
 	next := State{Recheck: in.Recheck, Entered: prev.Entered}
 	if in.Holds {
 		next.Holding, next.Since = true, prev.Since
-		if !prev.Holding || prev.Since.IsZero() {
+		switch {
+		case prev.Holding && !prev.Since.IsZero():
+		case !sp.Rolling && !prev.Recheck.IsZero() && !prev.Recheck.After(in.Now):
+			// A time condition came to hold at its recheck, whenever this
+			// step comes (a timer late to wake, the list at a start).
+			next.Since = prev.Recheck
+		default:
 			next.Since = in.Now
 		}
 	}

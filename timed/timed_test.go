@@ -220,3 +220,26 @@ func TestIsZero(t *testing.T) {
 		}
 	}
 }
+
+// A time condition that came to hold at its exact recheck started holding
+// then, whenever the step comes: a start's silent list after dynwatch was
+// down leaves its enter due at that time, for the timer (late). A rolling
+// recheck (CEL's now()) says nothing of when.
+func TestSinceIsAnExactRecheckPast(t *testing.T) {
+	at := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	prev := State{Recheck: at}
+	now := at.Add(time.Hour)
+	sp := Spec{Fire: FireEnter}
+	next, f := Step(sp, prev, Input{Holds: true, Now: now, Silent: true})
+	if f.Transition != "" || next.Entered || !next.Since.Equal(at) || !next.Due(sp).Equal(at) {
+		t.Errorf("silent step: %+v, %+v; want pending since %s, due then, nothing fired", next, f, at)
+	}
+	next, f = Step(sp, prev, Input{Holds: true, Now: now})
+	if f.Transition != Enter || !f.Since.Equal(at) {
+		t.Errorf("live step: %+v, want enter since %s", f, at)
+	}
+	sp.Rolling = true
+	if next, _ = Step(sp, prev, Input{Holds: true, Now: now}); !next.Since.Equal(now) {
+		t.Errorf("rolling recheck: since %s, want now %s", next.Since, now)
+	}
+}

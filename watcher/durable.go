@@ -239,7 +239,7 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 				evs = append(restart.Listed(l.res, ev, known, l.found(), d.key, time.Now()), ev)
 			}
 		}
-		waits := &txWaits{tx: tx}
+		waits := &txWaits{tx: tx, book: d.book}
 		out := routeAll(p, watch, evs, waits)
 		if waits.err != nil {
 			return waits.err
@@ -328,7 +328,7 @@ func (d *durable) finishListing(k dyninformer.Key) {
 	var waited []waitChange
 	var listed int
 	d.commits.Submit(0, func(tx *state.Tx) error {
-		waits := &txWaits{tx: tx}
+		waits := &txWaits{tx: tx, book: d.book}
 		out, n, err := d.compareRecords(tx, p, l, k, waits)
 		if err != nil {
 			return err

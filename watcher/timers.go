@@ -43,23 +43,51 @@ func timedSpecs(file *plan.File) map[string]timed.Spec {
 	return out
 }
 
-// configureTimers takes the timed rules of file: the waits of rules it has
-// no timed rule for are forgotten (with state.path, in the file), and those
-// kept are scheduled again by their rules' new specs. start says it is the
-// watcher's first config: the book then counts the file's waits.
+// waitScope says which waits a config keeps: those of its timed rules, on
+// objects of its clusters and of the rule's namespaces. A wait outside it
+// is of an object no watch of its rule sees any more, whose delete would not
+// step it: kept, an entered one would stay for ever, and pass to an object
+// re-created under the name once the rule watches it again.
+func waitScope(file *plan.File) func(key string) bool {
+	timedRules := map[string]*rules.Rule{}
+	for _, r := range file.Rules {
+		if r.Timed() {
+			timedRules[r.Name] = r
+		}
+	}
+	clusters := map[string]bool{}
+	for _, c := range clustersOf(file) {
+		clusters[c.Name] = true
+	}
+	return func(key string) bool {
+		p, ok := parseWaitKey(key)
+		r := timedRules[p.rule]
+		return ok && r != nil && clusters[p.cluster] && r.InNamespace(p.namespace)
+	}
+}
+
+// configureTimers takes the timed rules of file: the waits outside its
+// scope (waitScope) are forgotten, and those kept are scheduled again by
+// their rules' new specs. start says it is the watcher's first config,
+// before any event: with state.path the file is read at once. At a reload
+// the file is read and the book loaded through the events' committer, in
+// the order of the commits (whose after steps move the book): a commit the
+// book would hear of between the read and the load cannot lose its wake or
+// be counted twice.
 func (w *Watcher) configureTimers(file *plan.File, start bool) error {
 	specs := timedSpecs(file)
+	inScope := waitScope(file)
+	w.waits.setSpecs(specs)
 	if w.durable == nil {
-		w.waits.reconfigure(specs, nil, true)
+		w.forgetMemWaits(inScope)
 		return nil
 	}
 	kept := map[string]timed.State{}
-	err := w.durable.store.Update(func(tx *state.Tx) error {
-		clear(kept)
+	forget := func(tx *state.Tx) error {
+		clear(kept) // a run again (the file refused one) starts afresh
 		var gone []string
 		err := tx.ForEachWait(func(key string, s timed.State, ok bool) error {
-			p, parsed := parseWaitKey(key)
-			if !ok || !parsed || !hasSpec(specs, p.rule) {
+			if !ok || !inScope(key) {
 				gone = append(gone, key)
 				return nil
 			}
@@ -72,12 +100,39 @@ func (w *Watcher) configureTimers(file *plan.File, start bool) error {
 			}
 		}
 		return err
-	})
-	if err != nil {
-		return err
 	}
-	w.waits.reconfigure(specs, kept, start)
+	if start {
+		if err := w.durable.store.Update(forget); err != nil {
+			return err
+		}
+		w.waits.load(kept)
+		return nil
+	}
+	w.durable.commits.Submit(0, forget, func(err error) {
+		switch {
+		case err == nil:
+			w.waits.load(kept)
+		case !errors.Is(err, state.ErrStopped) && !errors.Is(err, state.ErrGivenUp):
+			w.log.Error("state: cannot forget the waits the config no longer has", "err", err)
+		}
+	})
 	return nil
+}
+
+// forgetMemWaits drops, without state.path, the waits outside the config's
+// scope, and counts the rest afresh: under one hold of the book's lock, so
+// that an event handled meanwhile finds each kept state where it was.
+func (w *Watcher) forgetMemWaits(inScope func(key string) bool) {
+	b := w.waits
+	b.mu.Lock()
+	for key := range b.states {
+		if !inScope(key) {
+			delete(b.states, key)
+		}
+	}
+	b.loadLocked(b.states)
+	b.mu.Unlock()
+	b.kick()
 }
 
 // runTimers wakes at each wait's due time, until ctx is done: one goroutine
@@ -194,8 +249,9 @@ func (w *Watcher) managerOf(cluster string) *dyninformer.Manager {
 	return nil
 }
 
-// waitState reads the state of a wait: from the file with state.path, else
-// from the book.
+// waitState reads the state of a wait: from the file with state.path (and
+// its recheck, which the file does not keep, from the book), else from the
+// book.
 func (w *Watcher) waitState(key string) (timed.State, error) {
 	if w.durable == nil {
 		return w.waits.state(key), nil
@@ -206,7 +262,7 @@ func (w *Watcher) waitState(key string) (timed.State, error) {
 		s, _, err = tx.Wait(key)
 		return err
 	})
-	return s, err
+	return w.waits.withRecheck(key, s), err
 }
 
 // forgetWait drops a wait whose rule or object is gone.

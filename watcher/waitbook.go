@@ -58,7 +58,12 @@ type waitBook struct {
 	mu sync.Mutex
 	// states holds the states without state.path; nil with it.
 	states map[string]timed.State
-	dues   dueHeap
+	// rechecks holds, with state.path, when a time condition's answer
+	// changes next for each key that has one: the file does not keep it
+	// (kept), and the timer must know it to tell a recheck that fell due
+	// from one the state moved past.
+	rechecks map[string]time.Time
+	dues     dueHeap
 	// counts are, per rule, its objects pending (waiting for `for`) and
 	// entered (fired enter, not yet exit).
 	counts map[string]*waitCounts
@@ -70,60 +75,71 @@ type waitBook struct {
 type waitCounts struct{ pending, firing int }
 
 func newWaitBook(inMemory bool) *waitBook {
-	b := &waitBook{counts: map[string]*waitCounts{}, specs: map[string]timed.Spec{}, wake: make(chan struct{}, 1)}
+	b := &waitBook{counts: map[string]*waitCounts{}, specs: map[string]timed.Spec{}, wake: make(chan struct{}, 1), dues: dueHeap{at: map[string]*placed{}}}
 	if inMemory {
 		b.states = map[string]timed.State{}
+	} else {
+		b.rechecks = map[string]time.Time{}
 	}
 	return b
 }
 
-// reconfigure takes the timed rules of a config, all under the book's lock
-// (an event's step may come meanwhile): the states it holds (without
-// state.path) of rules no longer timed go, and every state is scheduled
-// again by its rule's spec (a `for` a reload shortened falls due sooner).
-// With state.path the caller gives the file's states (fileStates, those of
-// timed rules), which recount says to count afresh (at start; at a reload
-// the counts follow the commits, and only those of rules no longer timed
-// go).
-func (b *waitBook) reconfigure(specs map[string]timed.Spec, fileStates map[string]timed.State, recount bool) {
+// setSpecs takes the timed rules of a new config and schedules the states
+// the book holds again by them (a `for` a reload shortened falls due
+// sooner). With state.path the caller schedules the file's states again
+// (load).
+func (b *waitBook) setSpecs(specs map[string]timed.Spec) {
 	b.mu.Lock()
 	b.specs = specs
-	states := fileStates
-	if b.states != nil {
-		for key := range b.states {
-			if p, ok := parseWaitKey(key); !ok || !hasSpec(specs, p.rule) {
-				delete(b.states, key)
+	for key, s := range b.states {
+		if p, ok := parseWaitKey(key); ok {
+			if due := s.Due(specs[p.rule]); !due.IsZero() {
+				b.dues.schedule(dueAt{due: due, key: key})
 			}
-		}
-		states, recount = b.states, true
-	}
-	if recount {
-		b.counts = map[string]*waitCounts{}
-	}
-	for rule := range b.counts {
-		if !hasSpec(specs, rule) {
-			delete(b.counts, rule)
-		}
-	}
-	for key, s := range states {
-		p, ok := parseWaitKey(key)
-		if !ok {
-			continue
-		}
-		if recount {
-			b.countLocked(p.rule, s, +1)
-		}
-		if due := s.Due(specs[p.rule]); !due.IsZero() {
-			dueq.Push(&b.dues, dueAt{due: due, key: key})
 		}
 	}
 	b.mu.Unlock()
 	b.kick()
 }
 
-func hasSpec(specs map[string]timed.Spec, rule string) bool {
-	_, ok := specs[rule]
-	return ok
+// load schedules the states the file keeps, and counts them afresh: at
+// start, and when a reload changed the timed rules. The rechecks the book
+// holds are scheduled again with them (those of rules no longer timed
+// forgotten).
+func (b *waitBook) load(states map[string]timed.State) {
+	b.mu.Lock()
+	b.loadLocked(states)
+	b.mu.Unlock()
+	b.kick()
+}
+
+func (b *waitBook) loadLocked(states map[string]timed.State) {
+	b.counts = map[string]*waitCounts{}
+	b.dues = dueHeap{at: map[string]*placed{}}
+	for key, s := range states {
+		p, ok := parseWaitKey(key)
+		if !ok {
+			continue
+		}
+		b.countLocked(p.rule, s, +1)
+		if b.rechecks != nil {
+			s.Recheck = b.rechecks[key]
+		}
+		if due := s.Due(b.specs[p.rule]); !due.IsZero() {
+			b.dues.add(dueAt{due: due, key: key})
+		}
+	}
+	for key, at := range b.rechecks {
+		p, ok := parseWaitKey(key)
+		if _, timedRule := b.specs[p.rule]; !ok || !timedRule {
+			delete(b.rechecks, key)
+			continue
+		}
+		if _, inFile := states[key]; !inFile {
+			b.dues.add(dueAt{due: at, key: key})
+		}
+	}
+	dueq.Init(&b.dues)
 }
 
 // kick wakes the timer loop to look at the heap again.
@@ -152,12 +168,21 @@ func (b *waitBook) set(key, rule string, prev, next timed.State) {
 			b.states[key] = next
 		}
 	}
+	if b.rechecks != nil {
+		if next.Recheck.IsZero() {
+			delete(b.rechecks, key)
+		} else {
+			b.rechecks[key] = next.Recheck
+		}
+	}
 	b.countLocked(rule, prev, -1)
 	b.countLocked(rule, next, +1)
 	due := next.Due(b.specs[rule])
-	first := !due.IsZero() && (len(b.dues) == 0 || due.Before(b.dues[0].due))
-	if !due.IsZero() {
-		dueq.Push(&b.dues, dueAt{due: due, key: key})
+	first := !due.IsZero() && (b.dues.Len() == 0 || due.Before(b.dues.items[0].due))
+	if due.IsZero() {
+		b.dues.unschedule(key)
+	} else {
+		b.dues.schedule(dueAt{due: due, key: key})
 	}
 	b.mu.Unlock()
 	if first {
@@ -186,20 +211,20 @@ func (b *waitBook) countLocked(rule string, s timed.State, d int) {
 func (b *waitBook) next() (time.Time, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.dues) == 0 {
+	if b.dues.Len() == 0 {
 		return time.Time{}, false
 	}
-	return b.dues[0].due, true
+	return b.dues.items[0].due, true
 }
 
 // popDue takes out the keys due at now, each with its due time. A key may
-// come out more than once (a state scheduled again), or when it is no
-// longer due: the caller checks its state then.
+// come out when it is no longer due (its state stepped by a commit the book
+// has not heard of yet): the caller checks its state then.
 func (b *waitBook) popDue(now time.Time) []dueAt {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []dueAt
-	for len(b.dues) > 0 && !b.dues[0].due.After(now) {
+	for b.dues.Len() > 0 && !b.dues.items[0].due.After(now) {
 		out = append(out, dueq.Pop(&b.dues).(dueAt))
 	}
 	return out
@@ -224,19 +249,63 @@ type dueAt struct {
 	missed time.Time
 }
 
-// dueHeap orders wakes by time (container/heap).
-type dueHeap []dueAt
-
-func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
-func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueAt)) }
-func (h *dueHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// dueHeap orders wakes by time (container/heap), one per key: a state
+// scheduled again moves its key's wake rather than adding one, so that an
+// object that flaps under a long wait holds one wake, not one per flap
+// until each old one falls due. at finds a key's wake; each wake knows its
+// place in items, so that a swap does not touch the map.
+type dueHeap struct {
+	items []*placed
+	at    map[string]*placed
 }
+
+type placed struct {
+	dueAt
+	i int
+}
+
+func (h *dueHeap) Len() int           { return len(h.items) }
+func (h *dueHeap) Less(i, j int) bool { return h.items[i].due.Before(h.items[j].due) }
+func (h *dueHeap) Swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.items[i].i, h.items[j].i = i, j
+}
+
+func (h *dueHeap) Push(x any) {
+	p := &placed{dueAt: x.(dueAt), i: len(h.items)}
+	h.at[p.key] = p
+	h.items = append(h.items, p)
+}
+
+func (h *dueHeap) Pop() any {
+	last := len(h.items) - 1
+	p := h.items[last]
+	h.items[last] = nil
+	h.items = h.items[:last]
+	delete(h.at, p.key)
+	return p.dueAt
+}
+
+// schedule sets d's key to wake at d.due.
+func (h *dueHeap) schedule(d dueAt) {
+	if p, ok := h.at[d.key]; ok {
+		p.dueAt = d
+		dueq.Fix(h, p.i)
+		return
+	}
+	dueq.Push(h, d)
+}
+
+// unschedule takes key's wake out, if it has one.
+func (h *dueHeap) unschedule(key string) {
+	if p, ok := h.at[key]; ok {
+		dueq.Remove(h, p.i)
+	}
+}
+
+// add puts d in while the heap is built (load, before dueq.Init); each key
+// comes once.
+func (h *dueHeap) add(d dueAt) { h.Push(d) }
 
 // memWaits is rules.Waits without state.path: the book holds the states.
 type memWaits struct{ b *waitBook }
@@ -256,7 +325,9 @@ func (m memWaits) SetWait(ev *event.Event, rule string, prev, next timed.State) 
 // event's commit; the book follows once the commit is on disk (applied),
 // so that a commit the file refused and ran again schedules nothing twice.
 type txWaits struct {
-	tx      *state.Tx
+	tx *state.Tx
+	// book gives each rule's spec (what the file keeps of a state).
+	book    *waitBook
 	changes []waitChange
 	err     error
 }
@@ -279,20 +350,25 @@ func (t *txWaits) SetWait(ev *event.Event, rule string, prev, next timed.State) 
 		return
 	}
 	key := waitKey(ev.ObjectKey(), rule)
-	if kept(prev) != kept(next) {
-		if err := t.tx.PutWait(key, kept(next)); err != nil && t.err == nil {
+	sp, _ := t.book.spec(rule)
+	if kept(prev, sp) != kept(next, sp) {
+		if err := t.tx.PutWait(key, kept(next, sp)); err != nil && t.err == nil {
 			t.err = err
 		}
 	}
 	t.changes = append(t.changes, waitChange{key: key, rule: rule, prev: prev, next: next})
 }
 
-// kept is what the file keeps of a state: not when a clock condition's
-// answer changes next, which the object says again at each evaluation (the
-// start's list included), so that a recheck that changes nothing writes
-// nothing.
-func kept(s timed.State) timed.State {
-	s.Recheck = time.Time{}
+// kept is what the file keeps of a state: not when a rolling recheck (CEL's
+// now(), asked again every 30s) comes next, which the object says again at
+// each evaluation (the start's list included), so that a recheck that
+// changes nothing writes nothing; the book holds it meanwhile (rechecks).
+// An exact one (olderThan, newerThan) is kept: once past, it is when the
+// conditions started holding, which a start after it fell due needs.
+func kept(s timed.State, sp timed.Spec) timed.State {
+	if sp.Rolling {
+		s.Recheck = time.Time{}
+	}
 	return s
 }
 
@@ -311,8 +387,19 @@ func (b *waitBook) retry(d dueAt, wait time.Duration) {
 		d.missed = now
 	}
 	b.mu.Lock()
-	dueq.Push(&b.dues, dueAt{due: now.Add(wait), key: d.key, missed: d.missed})
+	b.dues.schedule(dueAt{due: now.Add(wait), key: d.key, missed: d.missed})
 	b.mu.Unlock()
+}
+
+// withRecheck is s, read from the file, with the recheck the book holds for
+// key (with state.path).
+func (b *waitBook) withRecheck(key string, s timed.State) timed.State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rechecks != nil {
+		s.Recheck = b.rechecks[key]
+	}
+	return s
 }
 
 // spec returns the named timed rule's spec; ok is false when the config has

@@ -11,7 +11,7 @@ import (
 // with their counts, and schedules them by the rule's new `for`.
 func TestWaitBookReconfigure(t *testing.T) {
 	b := newWaitBook(true)
-	b.reconfigure(map[string]timed.Spec{"a": {Fire: timed.FireEnter, For: time.Hour}, "b": {Fire: timed.FireEnter, For: time.Hour}}, nil, true)
+	b.setSpecs(map[string]timed.Spec{"a": {Fire: timed.FireEnter, For: time.Hour}, "b": {Fire: timed.FireEnter, For: time.Hour}})
 	since := time.Now()
 	pending := timed.State{Holding: true, Since: since}
 	ka, kb := waitKey("/configmaps/ns/x", "a"), waitKey("/configmaps/ns/x", "b")
@@ -20,7 +20,11 @@ func TestWaitBookReconfigure(t *testing.T) {
 	if got := b.counted(); got["a"].pending != 1 || got["b"].pending != 1 {
 		t.Fatalf("counts %v, want one pending each", got)
 	}
-	b.reconfigure(map[string]timed.Spec{"a": {Fire: timed.FireEnter, For: time.Minute}}, nil, false)
+	b.setSpecs(map[string]timed.Spec{"a": {Fire: timed.FireEnter, For: time.Minute}})
+	(&Watcher{waits: b}).forgetMemWaits(func(key string) bool {
+		p, _ := parseWaitKey(key)
+		return p.rule == "a"
+	})
 	if got := b.counted(); got["a"].pending != 1 || got["b"] != (waitCounts{}) {
 		t.Errorf("counts after the reload %v, want a's kept and b's gone", got)
 	}

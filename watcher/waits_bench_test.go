@@ -35,7 +35,7 @@ func BenchmarkPendingWaits(b *testing.B) {
 		goroutines := runtime.NumGoroutine()
 		before := heapInUse()
 		book := newWaitBook(true)
-		book.reconfigure(map[string]timed.Spec{"stuck": spec}, nil, true)
+		book.setSpecs(map[string]timed.Spec{"stuck": spec})
 		start := time.Now()
 		for i, k := range keys {
 			book.set(k, "stuck", timed.State{}, timed.State{Holding: true, Since: now.Add(time.Duration(i) * time.Millisecond)})
@@ -103,7 +103,8 @@ func BenchmarkPendingWaitsOnDisk(b *testing.B) {
 		}); err != nil {
 			b.Fatal(err)
 		}
-		book.reconfigure(map[string]timed.Spec{"stuck": spec}, kept, true)
+		book.setSpecs(map[string]timed.Spec{"stuck": spec})
+		book.load(kept)
 		kept = nil
 		perObject = float64(int64(heapInUse())-int64(before)) / pendingObjects
 		if c := book.counted()["stuck"]; c.pending != pendingObjects {
