@@ -29,8 +29,9 @@ type ClustersKept struct {
 // clusters): a cluster renamed or removed from the config, or the one
 // cluster once the config has clusters, would otherwise replay stale
 // changes when the config names it again. With adopt (a cluster in keep
-// that has no records yet), the one cluster's records and baselines become
-// adopt's instead of being dropped: the same API server under a name.
+// that has no records yet), the one cluster's records, baselines and
+// timed rules' waits become adopt's instead of being dropped: the same API
+// server under a name.
 func (s *Store) KeepClusters(keep []string, adopt string) (*ClustersKept, error) {
 	out := &ClustersKept{}
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -78,6 +79,9 @@ func (s *Store) KeepClusters(keep []string, adopt string) (*ClustersKept, error)
 				return err
 			}
 			out.AdoptedQueued = n
+			if _, err := adoptWaits(tx, adopt); err != nil {
+				return err
+			}
 		}
 		return keepBaselines(baselines, keep, adopt)
 	})

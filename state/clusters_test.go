@@ -4,6 +4,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/dynwatch/dynwatch/timed"
 )
 
 // clusterFile returns a store with a record and a baseline of configmaps in
@@ -207,5 +210,35 @@ func TestKeepClustersAdoptsQueuedKeysWithColons(t *testing.T) {
 	}
 	if !slices.Equal(got, want) || kept.AdoptedQueued != len(keys) {
 		t.Errorf("queued keys after adoption (%d adopted):\n%q\nwant\n%q", kept.AdoptedQueued, got, want)
+	}
+}
+
+// The one cluster's waits of timed rules become the adopting cluster's,
+// as its records do: a config that gains clusters neither restarts nor
+// loses a wait. A named cluster's waits keep their keys.
+func TestKeepClustersAdoptsTheWaits(t *testing.T) {
+	t.Parallel()
+	s := clusterFile(t, "")
+	since := time.Unix(1_800_000_000, 0).UTC()
+	pending := timed.State{Holding: true, Since: since}
+	one, west := "apps/deployments/ns/x\x00stuck", "west:apps/deployments/ns/y\x00stuck"
+	if err := s.Update(func(tx *Tx) error {
+		if err := tx.PutWait(one, pending); err != nil {
+			return err
+		}
+		return tx.PutWait(west, pending)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.KeepClusters([]string{"east", "west"}, "east"); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]timed.State{}
+	_ = s.View(func(tx *Tx) error {
+		return tx.ForEachWait(func(key string, st timed.State, _ bool) error { got[key] = st; return nil })
+	})
+	want := map[string]timed.State{"east:" + one: pending, west: pending}
+	if len(got) != len(want) || got["east:"+one] != pending || got[west] != pending {
+		t.Errorf("waits after the adoption %v, want %v", got, want)
 	}
 }

@@ -1,6 +1,10 @@
 package state
 
 import (
+	"bytes"
+
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/dynwatch/dynwatch/timed"
 )
 
@@ -53,4 +57,31 @@ func (tx *Tx) ForEachWait(f func(key string, s timed.State, ok bool) error) erro
 		s, err := timed.Unmarshal(v)
 		return f(string(k), s, err == nil)
 	})
+}
+
+// adoptWaits gives the one cluster's waits the named cluster adopt's keys,
+// as its records get (KeepClusters): a wait's key begins with its object's
+// key, "group/resource/…", after "CLUSTER:" for a named cluster (a group
+// has no ':').
+func adoptWaits(tx *bolt.Tx, adopt string) (int, error) {
+	b := tx.Bucket(bucketWaits)
+	if b == nil {
+		return 0, nil
+	}
+	var keys [][]byte
+	err := b.ForEach(func(k, _ []byte) error {
+		if slash := bytes.IndexByte(k, '/'); slash >= 0 && bytes.IndexByte(k[:slash], ':') < 0 {
+			keys = append(keys, bytes.Clone(k))
+		}
+		return nil
+	})
+	for _, k := range keys {
+		if err != nil {
+			break
+		}
+		if err = b.Put(append([]byte(adopt+":"), k...), bytes.Clone(b.Get(k))); err == nil {
+			err = b.Delete(k)
+		}
+	}
+	return len(keys), err
 }
