@@ -59,6 +59,23 @@ func (tx *Tx) ForEachWait(f func(key string, s timed.State, ok bool) error) erro
 	})
 }
 
+// ForEachWaitUnder is ForEachWait of the keys that begin with prefix.
+func (tx *Tx) ForEachWaitUnder(prefix string, f func(key string, s timed.State, ok bool) error) error {
+	b := tx.tx.Bucket(bucketWaits)
+	if b == nil {
+		return nil
+	}
+	p := []byte(prefix)
+	c := b.Cursor()
+	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		s, err := timed.Unmarshal(v)
+		if err := f(string(k), s, err == nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // adoptWaits gives the one cluster's waits the named cluster adopt's keys,
 // as its records get (KeepClusters): a wait's key begins with its object's
 // key, "group/resource/…", after "CLUSTER:" for a named cluster (a group

@@ -128,7 +128,7 @@ func (d *durable) startListing(watches []dyninformer.Started, lists dyninformer.
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, w := range watches {
-		l := &listing{res: w.Resource, seen: map[string]bool{}, diff: lists == dyninformer.ListsKnown || w.Moved, moved: w.Moved, namespace: w.Namespace}
+		l := &listing{res: w.Resource, seen: map[string]bool{}, listed: map[string]bool{}, diff: lists == dyninformer.ListsKnown || w.Moved, moved: w.Moved, namespace: w.Namespace}
 		_ = d.store.View(func(tx *state.Tx) error {
 			// Records of all namespaces cover one namespace too.
 			scope := watchScope(w.Key())
@@ -220,6 +220,7 @@ func (d *durable) handle(p *pipeline, watch dyninformer.Key, ev *event.Event) {
 	l := d.listing[watch]
 	if l != nil && ev.Type == event.Add {
 		l.seen[ev.UID] = true
+		l.listed[ev.Namespace+"/"+ev.Name] = true
 	}
 	d.mu.Unlock()
 	compare := l != nil && l.compares(ev)
@@ -368,7 +369,7 @@ func (d *durable) compareRecords(tx *state.Tx, p *pipeline, l *listing, k dyninf
 	// object seen, and none is taken for one that went while dynwatch
 	// was down.
 	d.mu.Lock()
-	seen := maps.Clone(l.seen)
+	seen, listed := maps.Clone(l.seen), maps.Clone(l.listed)
 	d.mu.Unlock()
 	records := map[string]string{}
 	if err := tx.ForEachName(res, func(uid, ns, _ string) error { records[uid] = ns; return nil }); err != nil {
@@ -388,6 +389,9 @@ func (d *durable) compareRecords(tx *state.Tx, p *pipeline, l *listing, k dyninf
 	out := routeAll(p, k, evs, waits)
 	if waits.err != nil {
 		return nil, 0, waits.err
+	}
+	if err := forgetUnlisted(tx, waits, k, listed); err != nil {
+		return nil, 0, err
 	}
 	if err := d.outbox.put(tx, out); err != nil {
 		return nil, 0, err

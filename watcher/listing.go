@@ -12,6 +12,10 @@ import (
 type listing struct {
 	res  event.Resource
 	seen map[string]bool
+	// listed holds the namespace/name of every object listed: a timed
+	// rule's wait of an object the list did not have is forgotten
+	// (forgetUnlisted).
+	listed map[string]bool
 	// names maps namespace/name to the recorded uid, when the list is
 	// compared with records: an object re-created under its name while
 	// dynwatch was down replays the old uid's delete before the new one's add.

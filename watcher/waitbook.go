@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dynwatch/dynwatch/dyninformer"
 	"github.com/dynwatch/dynwatch/event"
 	"github.com/dynwatch/dynwatch/state"
 	"github.com/dynwatch/dynwatch/timed"
@@ -409,4 +410,36 @@ func (b *waitBook) spec(rule string) (timed.Spec, bool) {
 	defer b.mu.Unlock()
 	s, ok := b.specs[rule]
 	return s, ok
+}
+
+// forgetUnlisted forgets, once a watch's list is complete, the waits of the
+// objects in its scope that the list did not have: gone while dynwatch was
+// down without a record to replay their delete, or moved to another shard
+// at a reshard. No watch here will see their delete, so an entered state
+// would stay for ever (in dynwatch_firing) and pass to an object made again
+// under the name. The deletes the comparison replays stepped theirs first.
+func forgetUnlisted(tx *state.Tx, waits *txWaits, k dyninformer.Key, listed map[string]bool) error {
+	prefix := k.GVR.Group + "/" + k.GVR.Resource + "/"
+	if k.Cluster != "" {
+		prefix = k.Cluster + ":" + prefix
+	}
+	if k.Namespace != "" {
+		prefix += k.Namespace + "/"
+	}
+	var gone []waitChange
+	err := tx.ForEachWaitUnder(prefix, func(key string, s timed.State, ok bool) error {
+		p, parsed := parseWaitKey(key)
+		if !parsed || listed[p.namespace+"/"+p.name] {
+			return nil // another build's key is configureTimers' to forget
+		}
+		gone = append(gone, waitChange{key: key, rule: p.rule, prev: s})
+		return nil
+	})
+	for _, c := range gone {
+		if err == nil {
+			err = tx.PutWait(c.key, timed.State{})
+		}
+	}
+	waits.changes = append(waits.changes, gone...)
+	return err
 }
