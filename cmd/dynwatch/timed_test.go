@@ -97,6 +97,7 @@ func parseTime(t *testing.T, what, s string) time.Time {
 // TestForFiresOnTimeAndNotOnAFlap: enter fires once the conditions have
 // held for `for`, with no event in between, and a flap restarts the wait.
 func TestForFiresOnTimeAndNotOnAFlap(t *testing.T) {
+	t.Parallel() // most of it is waiting
 	d := dynamic.NewForConfigOrDie(cp.Config)
 	ns := testenv.Namespace(t, d)
 	dir := t.TempDir()
@@ -153,6 +154,7 @@ func TestForFiresOnTimeAndNotOnAFlap(t *testing.T) {
 // TestKeepFiringForSuppressesABriefRecovery: exit waits keepFiringFor, and
 // holding again within it cancels the exit.
 func TestKeepFiringForSuppressesABriefRecovery(t *testing.T) {
+	t.Parallel() // most of it is waiting
 	d := dynamic.NewForConfigOrDie(cp.Config)
 	ns := testenv.Namespace(t, d)
 	dir := t.TempDir()
@@ -200,6 +202,7 @@ func TestKeepFiringForSuppressesABriefRecovery(t *testing.T) {
 // goes when dynwatch is killed: restarted before its due time it fires at
 // that time; restarted after, it fires at start, late.
 func TestWaitSurvivesKill9(t *testing.T) {
+	t.Parallel() // most of it is waiting
 	d := dynamic.NewForConfigOrDie(cp.Config)
 	ns := testenv.Namespace(t, d)
 	dir := t.TempDir()
@@ -221,7 +224,9 @@ func TestWaitSurvivesKill9(t *testing.T) {
 	if since.Before(created.Add(-time.Second)) || since.After(created.Add(time.Second)) {
 		t.Errorf("since %s, want the create's time %s: the wait restarted", since, created)
 	}
-	if at.Before(created.Add(6*time.Second)) || at.After(created.Add(9*time.Second)) {
+	// since says the wait did not restart; the time only that it ended
+	// no sooner than due (a loaded machine may deliver it late).
+	if at.Before(created.Add(6*time.Second)) || at.After(created.Add(14*time.Second)) {
 		t.Errorf("entered at %s, want about 6s after %s", at, created)
 	}
 	if got[0].Late {
@@ -257,6 +262,7 @@ func TestWaitSurvivesKill9(t *testing.T) {
 // its wait, and a new leader, on the same state file, fires it at its
 // original due time.
 func TestWaitSurvivesReloadAndLeaderChange(t *testing.T) {
+	t.Parallel() // most of it is waiting
 	d := dynamic.NewForConfigOrDie(cp.Config)
 	ns := testenv.Namespace(t, d)
 	dir := t.TempDir()
@@ -298,7 +304,7 @@ rules:
 	if since.Before(created.Add(-time.Second)) || since.After(created.Add(time.Second)) {
 		t.Errorf("since %s, want the first leader's %s: the wait restarted", since, created)
 	}
-	if at.Before(created.Add(8*time.Second)) || at.After(created.Add(11*time.Second)) {
+	if at.Before(created.Add(8*time.Second)) || at.After(created.Add(16*time.Second)) {
 		t.Errorf("the new leader entered at %s, want about 8s after %s", at, created)
 	}
 	if n := len(firedFor(a.payloads(), "x")); n != 0 {
