@@ -27,6 +27,7 @@ type derivedDocs struct {
 	src           []byte
 	health, actor []byte
 	hasHealth     bool
+	healthOf      Health // what health encodes, for HealthOf
 }
 
 // pathCache holds the lookups of one document: the first few in an array (no
@@ -197,8 +198,8 @@ func (e *Event) derivedDoc(old bool, root string) []byte {
 	switch root {
 	case HealthRoot:
 		if !d.hasHealth && e.Deriver != nil {
-			h := e.Deriver.Health(e.Resource, doc)
-			d.health, _ = json.Marshal(h)
+			d.healthOf = e.Deriver.Health(e.Resource, doc)
+			d.health, _ = json.Marshal(d.healthOf)
 			d.hasHealth = true
 		}
 		return d.health
@@ -214,13 +215,12 @@ func (e *Event) derivedDoc(old bool, root string) []byte {
 // HealthOf returns the object's health (old: the old object's) through the
 // event's Deriver; nil without one.
 func (e *Event) HealthOf(old bool) *Health {
-	doc := e.derivedDoc(old, HealthRoot)
-	if doc == nil {
+	if e.derivedDoc(old, HealthRoot) == nil {
 		return nil
 	}
-	var h Health
-	if json.Unmarshal(doc, &h) != nil {
-		return nil
+	h := e.dec.derived[0].healthOf
+	if old {
+		h = e.dec.derived[1].healthOf
 	}
 	return &h
 }
